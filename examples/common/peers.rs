@@ -1,0 +1,145 @@
+//! The contenders, behind one small trait, so the showdown and the criterion
+//! benches run the same code against every lock (parking_lot's benchmark
+//! does the same with its `trait Mutex`).
+//!
+//! Every operation takes a closure that runs inside the critical section and
+//! returns a timestamp taken there, so callers can measure how long the
+//! acquisition waited.
+
+#![allow(dead_code)]
+
+use std::future::Future;
+
+/// A lock guarding a `u64`, usable from tasks and (where the lock allows it)
+/// from plain threads.
+pub trait Peer: Send + Sync + 'static {
+    /// Name in tables.
+    const NAME: &'static str;
+    /// Whether waiting yields the task (false: it blocks the worker thread).
+    const ASYNC: bool;
+    fn new(v: u64) -> Self;
+    fn read<'a>(&'a self, f: impl FnOnce(&u64) -> u64 + Send + 'a) -> impl Future<Output = u64> + Send + 'a;
+    fn write<'a>(&'a self, f: impl FnOnce(&mut u64) -> u64 + Send + 'a) -> impl Future<Output = u64> + Send + 'a;
+    fn blocking_read(&self, f: impl FnOnce(&u64) -> u64) -> u64;
+    fn blocking_write(&self, f: impl FnOnce(&mut u64) -> u64) -> u64;
+}
+
+macro_rules! async_rwlock_peer {
+    ($ty:ident, $name:expr, $lock:ty, $read:ident, $write:ident, $bread:ident, $bwrite:ident) => {
+        pub struct $ty(pub $lock);
+        impl Peer for $ty {
+            const NAME: &'static str = $name;
+            const ASYNC: bool = true;
+            fn new(v: u64) -> Self {
+                $ty(<$lock>::new(v))
+            }
+            fn read<'a>(&'a self, f: impl FnOnce(&u64) -> u64 + Send + 'a) -> impl Future<Output = u64> + Send + 'a {
+                async move { f(&*self.0.$read().await) }
+            }
+            fn write<'a>(&'a self, f: impl FnOnce(&mut u64) -> u64 + Send + 'a) -> impl Future<Output = u64> + Send + 'a {
+                async move { f(&mut *self.0.$write().await) }
+            }
+            fn blocking_read(&self, f: impl FnOnce(&u64) -> u64) -> u64 {
+                f(&*self.0.$bread())
+            }
+            fn blocking_write(&self, f: impl FnOnce(&mut u64) -> u64) -> u64 {
+                f(&mut *self.0.$bwrite())
+            }
+        }
+    };
+}
+
+macro_rules! blocking_peer {
+    ($ty:ident, $name:expr, $lock:ty, |$l:ident| $read:expr, |$l2:ident| $write:expr) => {
+        pub struct $ty(pub $lock);
+        impl Peer for $ty {
+            const NAME: &'static str = $name;
+            const ASYNC: bool = false;
+            fn new(v: u64) -> Self {
+                $ty(<$lock>::new(v))
+            }
+            fn read<'a>(&'a self, f: impl FnOnce(&u64) -> u64 + Send + 'a) -> impl Future<Output = u64> + Send + 'a {
+                let r = self.blocking_read(f);
+                async move { r }
+            }
+            fn write<'a>(&'a self, f: impl FnOnce(&mut u64) -> u64 + Send + 'a) -> impl Future<Output = u64> + Send + 'a {
+                let r = self.blocking_write(f);
+                async move { r }
+            }
+            fn blocking_read(&self, f: impl FnOnce(&u64) -> u64) -> u64 {
+                let $l = &self.0;
+                f(&*$read)
+            }
+            fn blocking_write(&self, f: impl FnOnce(&mut u64) -> u64) -> u64 {
+                let $l2 = &self.0;
+                f(&mut *$write)
+            }
+        }
+    };
+}
+
+async_rwlock_peer!(HybridRw, "hybrid-sync", hybrid_sync::RwLock<u64>, read, write, blocking_read, blocking_write);
+async_rwlock_peer!(TokioRw, "tokio", tokio::sync::RwLock<u64>, read, write, blocking_read, blocking_write);
+async_rwlock_peer!(AsyncLockRw, "async-lock", async_lock::RwLock<u64>, read, write, read_blocking, write_blocking);
+blocking_peer!(ParkingLotRw, "parking_lot", parking_lot::RwLock<u64>, |l| l.read(), |l| l.write());
+blocking_peer!(StdRw, "std", std::sync::RwLock<u64>, |l| l.read().unwrap(), |l| l.write().unwrap());
+
+async_rwlock_peer!(HybridMutex, "hybrid-sync", hybrid_sync::Mutex<u64>, lock, lock, blocking_lock, blocking_lock);
+async_rwlock_peer!(TokioMutex, "tokio", tokio::sync::Mutex<u64>, lock, lock, blocking_lock, blocking_lock);
+async_rwlock_peer!(AsyncLockMutex, "async-lock", async_lock::Mutex<u64>, lock, lock, lock_blocking, lock_blocking);
+blocking_peer!(ParkingLotMutex, "parking_lot", parking_lot::Mutex<u64>, |l| l.lock(), |l| l.lock());
+blocking_peer!(StdMutex, "std", std::sync::Mutex<u64>, |l| l.lock().unwrap(), |l| l.lock().unwrap());
+
+/// Runs `$body` once per RwLock contender, with `$p` bound to its type.
+#[macro_export]
+macro_rules! for_each_rwlock {
+    ($p:ident => $body:expr) => {{
+        {
+            type $p = peers::HybridRw;
+            $body
+        }
+        {
+            type $p = peers::TokioRw;
+            $body
+        }
+        {
+            type $p = peers::AsyncLockRw;
+            $body
+        }
+        {
+            type $p = peers::ParkingLotRw;
+            $body
+        }
+        {
+            type $p = peers::StdRw;
+            $body
+        }
+    }};
+}
+
+/// Runs `$body` once per Mutex contender, with `$p` bound to its type.
+#[macro_export]
+macro_rules! for_each_mutex {
+    ($p:ident => $body:expr) => {{
+        {
+            type $p = peers::HybridMutex;
+            $body
+        }
+        {
+            type $p = peers::TokioMutex;
+            $body
+        }
+        {
+            type $p = peers::AsyncLockMutex;
+            $body
+        }
+        {
+            type $p = peers::ParkingLotMutex;
+            $body
+        }
+        {
+            type $p = peers::StdMutex;
+            $body
+        }
+    }};
+}

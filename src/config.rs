@@ -1,0 +1,185 @@
+//! Tuning: every constant that shapes spinning, parking and handoff, chosen
+//! by cargo features, in one place. The crate docs' feature table is written
+//! from this file; [`tuning()`] reports what a build ended up with.
+//!
+//! # Precedence
+//!
+//! Cargo unifies features across the whole dependency graph, so any mix of
+//! them must build and mean something. The rules:
+//!
+//! 1. `fair` is independent of the rest: it changes who may take a free lock,
+//!    not how long anyone spins or waits.
+//! 2. `no-spin` beats every spin setting: with it, nobody spins.
+//! 3. Of the handoff presets (`handoff-250us`, default 1 ms, `handoff-4ms`),
+//!    the shortest enabled one wins, because a shorter bound on waiting is
+//!    the safer thing to impose on a crate that asked for the longer one.
+
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+/// Strict FIFO hand-out (feature `fair`).
+pub(crate) const FAIR: bool = cfg!(feature = "fair");
+
+/// Whether acquirers spin at all before queueing (off with `no-spin`).
+/// Under the model checker a "spin" is two polls, so that the spinner's
+/// interplay with handoff is explored without multiplying schedules.
+pub(crate) const SPIN: bool = !cfg!(feature = "no-spin");
+
+/// How long a queued waiter may be passed over by barging newcomers before
+/// the next unlock hands the lock straight to it.
+///
+/// 1 ms is Go's `starvationThresholdNs`; parking_lot draws a random 0-1 ms,
+/// async-lock uses 0.5 ms, rwsem at least 4 ms. A barging lock reaches its
+/// throughput by letting a running thread re-take the lock while the head
+/// waiter is still waking up (several microseconds); 1 ms leaves hundreds of
+/// such rounds and still bounds the wait well below a scheduler tick.
+pub(crate) const HANDOFF_TIMEOUT: Duration = if cfg!(feature = "handoff-250us") {
+    Duration::from_micros(250)
+} else if cfg!(feature = "handoff-4ms") {
+    Duration::from_millis(4)
+} else {
+    Duration::from_millis(1)
+};
+
+/// The longest a blocking acquirer spins before it queues and parks.
+///
+/// Spinning can only pay while it is shorter than what it saves: a park and
+/// unpark round trip, measured at 4.3 us one-way on the 2-vCPU development VM
+/// (2-5 us on bare metal). Past that, parking is cheaper for everyone.
+pub(crate) const SPIN_LIMIT_BLOCKING_NS: u32 = 4_000;
+
+/// The longest an async acquirer spins inside `poll` before it queues.
+///
+/// A spinning task holds its worker thread, so every other task on that
+/// worker waits too; half the blocking budget keeps that cost bounded by
+/// about one cross-worker wake (6 us measured here).
+pub(crate) const SPIN_LIMIT_ASYNC_NS: u32 = 2_000;
+
+/// Every acquirer that is allowed to spin at all spins at least this long,
+/// even on a lock whose history says spinning fails, so that a lock whose
+/// hold time drops is noticed again (glibc's adaptive mutex keeps a similar
+/// `+10` floor for the same reason).
+pub(crate) const SPIN_PROBE_NS: u32 = 150;
+
+/// Bounds of the learned pause between two polls of a held lock word.
+/// The lower bound is about one `pause` on recent x86 (25 ns measured here,
+/// 10-140 cycles across Intel generations); the upper one keeps a spinner
+/// from sleeping through most of its own budget.
+pub(crate) const DELAY_MIN_NS: u32 = 20;
+pub(crate) const DELAY_MAX_NS: u32 = 1_000;
+
+/// Slots in the per-thread table of per-lock backoff state (seed 000 used 64
+/// per CPU). A thread rarely contends on more locks than this at once; two
+/// locks that collide on a slot evict each other's history, which costs a
+/// few polls of re-learning, never correctness.
+pub(crate) const BACKOFF_SLOTS: usize = 64;
+
+/// Wakers collected under the queue lock before it is released to wake them
+/// (tokio's `NUM_WAKERS`). A larger reader batch is granted in rounds.
+pub(crate) const WAKE_BATCH: usize = 32;
+
+/// Polls of the queue lock before a thread parks on it. The queue lock is
+/// held for a few list edits, tens of nanoseconds; only a preempted holder
+/// makes waiting longer than this worthwhile to sleep through.
+pub(crate) const QUEUE_LOCK_SPINS: u32 = 16;
+
+/// The largest reader count the lock word holds, and tokio's `MAX_READS`.
+pub(crate) const MAX_READERS: u32 = crate::state::MAX_READERS;
+
+// Process-wide overrides, for benchmarks and tests that compare settings in
+// one run. Read with relaxed loads on slow paths only.
+static HANDOFF_OVERRIDE_NS: AtomicU64 = AtomicU64::new(u64::MAX);
+static PER_ADDRESS_BACKOFF: AtomicBool = AtomicBool::new(true);
+
+/// The effective handoff timeout, in nanoseconds.
+#[inline]
+pub(crate) fn handoff_timeout_ns() -> u64 {
+    match HANDOFF_OVERRIDE_NS.load(Ordering::Relaxed) {
+        u64::MAX => HANDOFF_TIMEOUT.as_nanos() as u64,
+        ns => ns,
+    }
+}
+
+/// Whether backoff state is kept per lock address (the default) or in one
+/// shared slot per thread (the single-delay baseline of seed 000).
+#[inline]
+pub(crate) fn per_address_backoff() -> bool {
+    PER_ADDRESS_BACKOFF.load(Ordering::Relaxed)
+}
+
+/// The settings this build of hybrid-sync runs with, as returned by
+/// [`tuning()`]. Its `Display` is one line meant for a start-up log.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Tuning {
+    /// Strict FIFO hand-out (feature `fair`).
+    pub fair: bool,
+    /// Whether acquirers spin before queueing (off with `no-spin`).
+    pub spin: bool,
+    /// Longest spin of a blocking acquirer.
+    pub spin_limit_blocking: Duration,
+    /// Longest spin of an async acquirer inside `poll`.
+    pub spin_limit_async: Duration,
+    /// How long a queued waiter may be barged past before the lock is handed
+    /// to it directly. Ignored under `fair`, where every unlock hands off.
+    pub handoff_timeout: Duration,
+    /// Whether spin backoff is learned per lock address.
+    pub per_address_backoff: bool,
+}
+
+impl fmt::Display for Tuning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "hybrid-sync: order={} spin={} (blocking {:?}, async {:?}) handoff_timeout={:?} backoff={}",
+            if self.fair { "fifo" } else { "barging+handoff" },
+            if self.spin { "on" } else { "off" },
+            self.spin_limit_blocking,
+            self.spin_limit_async,
+            self.handoff_timeout,
+            if self.per_address_backoff { "per-address" } else { "per-thread" },
+        )
+    }
+}
+
+/// Reports the effective tuning of this build, so a deployment can log which
+/// features cargo's unification left it with.
+///
+/// # Examples
+///
+/// ```
+/// let t = hybrid_sync::tuning();
+/// println!("{t}");
+/// assert_eq!(t.fair, cfg!(feature = "fair"));
+/// ```
+pub fn tuning() -> Tuning {
+    Tuning {
+        fair: FAIR,
+        spin: SPIN,
+        spin_limit_blocking: Duration::from_nanos(SPIN_LIMIT_BLOCKING_NS.into()),
+        spin_limit_async: Duration::from_nanos(SPIN_LIMIT_ASYNC_NS.into()),
+        handoff_timeout: Duration::from_nanos(handoff_timeout_ns()),
+        per_address_backoff: per_address_backoff(),
+    }
+}
+
+/// Knobs for benchmarks and tests that compare settings inside one process.
+/// Not part of the stable API.
+#[doc(hidden)]
+pub mod testing {
+    use super::*;
+
+    /// Overrides the handoff timeout for the whole process (`None` restores
+    /// the build's default).
+    pub fn set_handoff_timeout(timeout: Option<Duration>) {
+        let ns = timeout.map_or(u64::MAX, |d| d.as_nanos().min(u64::MAX as u128 - 1) as u64);
+        HANDOFF_OVERRIDE_NS.store(ns, Ordering::Relaxed);
+    }
+
+    /// Switches per-address backoff off (one shared slot per thread, the
+    /// single-delay baseline of seed 000) or back on.
+    pub fn set_per_address_backoff(on: bool) {
+        PER_ADDRESS_BACKOFF.store(on, Ordering::Relaxed);
+    }
+}

@@ -1,0 +1,253 @@
+//! loom models of the state machine: every interleaving of a few threads and
+//! futures (up to the preemption bound, `LOOM_MAX_PREEMPTIONS`, 2 in CI).
+//!
+//! Run with
+//! `RUSTFLAGS="--cfg hybrid_sync_loom" LOOM_MAX_PREEMPTIONS=2 cargo test --lib --release loom_models`.
+//!
+//! Each model checks, besides its own assertion, that the lock word is back
+//! to zero at the end: no reader count, no writer, and no `WAITERS` or
+//! `HANDOFF` left behind. Data accesses go through loom's `UnsafeCell`, so a
+//! reader overlapping a writer, or a writer another writer, fails the model.
+
+use std::future::Future;
+use std::pin::pin;
+use std::sync::{Mutex, MutexGuard};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use loom::cell::UnsafeCell;
+use loom::sync::Arc;
+use loom::thread;
+
+use crate::acquire::{blocking, future::Acquire};
+use crate::config::testing::set_handoff_timeout;
+use crate::raw::RawRwLock;
+use crate::state::Kind::{Read, Write};
+
+/// The handoff timeout is process-wide; models that depend on it run one at
+/// a time, holding this.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// Pins the handoff timeout for one model: `Some(ZERO)` makes every queued
+/// waiter due at once (every release hands off), `None`-like "never" makes
+/// every release wake the head to compete (barging). Both are deterministic,
+/// as loom requires; a real-time timeout would not be.
+fn handoff(always: bool) -> MutexGuard<'static, ()> {
+    let guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    set_handoff_timeout(Some(if always { Duration::ZERO } else { Duration::from_secs(3600) }));
+    guard
+}
+
+struct Shared {
+    lock: RawRwLock,
+    data: UnsafeCell<usize>,
+}
+
+impl Shared {
+    fn new() -> Arc<Self> {
+        Arc::new(Shared { lock: RawRwLock::new(crate::config::MAX_READERS), data: UnsafeCell::new(0) })
+    }
+
+    /// Blocking write: lock, increment, unlock.
+    fn write_add(&self) {
+        blocking::lock(&self.lock, Write);
+        self.data.with_mut(|d| unsafe { *d += 1 });
+        unsafe { self.lock.write_unlock() };
+    }
+
+    /// Blocking read: lock, read, unlock.
+    fn read(&self) -> usize {
+        blocking::lock(&self.lock, Read);
+        let v = self.data.with(|d| unsafe { *d });
+        unsafe { self.lock.read_unlock() };
+        v
+    }
+
+    fn assert_idle(&self) {
+        assert_eq!(self.lock.word(), 0, "lock left as {:?}", crate::state::Decoded(self.lock.word()));
+    }
+}
+
+/// Polls a future once with a waker that does nothing (the model never waits
+/// on it).
+fn poll_once<F: Future>(f: std::pin::Pin<&mut F>) -> Poll<F::Output> {
+    let waker = futures_noop_waker();
+    f.poll(&mut Context::from_waker(&waker))
+}
+
+fn futures_noop_waker() -> std::task::Waker {
+    std::task::Waker::noop().clone()
+}
+
+/// Two writers (one blocking thread, one on the main thread) with barging
+/// releases: neither may sleep through the other's release (the lost-wakeup
+/// race between setting WAITERS and the releasing fetch_sub).
+#[test]
+fn lock_unlock_with_waiter() {
+    let _g = handoff(false);
+    loom::model(|| {
+        let s = Shared::new();
+        let t = {
+            let s = s.clone();
+            thread::spawn(move || s.write_add())
+        };
+        s.write_add();
+        t.join().unwrap();
+        assert_eq!(s.read(), 2);
+        s.assert_idle();
+    });
+}
+
+/// A task and a thread on one lock: the future queues with its waker and is
+/// woken by a thread's release, and vice versa.
+#[test]
+fn task_and_thread_share_the_queue() {
+    let _g = handoff(false);
+    loom::model(|| {
+        let s = Shared::new();
+        let t = {
+            let s = s.clone();
+            thread::spawn(move || s.write_add())
+        };
+        loom::future::block_on(Acquire::new(&s.lock, Write));
+        s.data.with_mut(|d| unsafe { *d += 1 });
+        unsafe { s.lock.write_unlock() };
+        t.join().unwrap();
+        assert_eq!(s.read(), 2);
+        s.assert_idle();
+    });
+}
+
+/// With every waiter due at once, releases hand the lock straight to the
+/// head while a newcomer (that spins, then queues) competes: HANDOFF is set,
+/// honoured, and cleared, and nobody is stranded.
+#[test]
+fn handoff_set_and_granted() {
+    let _g = handoff(true);
+    loom::model(|| {
+        let s = Shared::new();
+        blocking::lock(&s.lock, Write);
+        let waiter = {
+            let s = s.clone();
+            thread::spawn(move || s.write_add())
+        };
+        let newcomer = {
+            let s = s.clone();
+            thread::spawn(move || s.write_add())
+        };
+        s.data.with_mut(|d| unsafe { *d += 1 });
+        unsafe { s.lock.write_unlock() };
+        waiter.join().unwrap();
+        newcomer.join().unwrap();
+        assert_eq!(s.read(), 3);
+        s.assert_idle();
+    });
+}
+
+/// A queued future is dropped while a release races to grant it the lock
+/// (every release hands off here): whether the drop wins or the grant does,
+/// the lock ends up free and usable, never owned by a dead future.
+#[test]
+fn cancel_granted_waiter() {
+    let _g = handoff(true);
+    loom::model(|| {
+        let s = Shared::new();
+        blocking::lock(&s.lock, Write);
+        let t = {
+            let s = s.clone();
+            thread::spawn(move || {
+                let mut fut = pin!(Acquire::new(&s.lock, Write));
+                let first = poll_once(fut.as_mut());
+                if first.is_ready() {
+                    // Acquired after the release: give it back.
+                    unsafe { s.lock.write_unlock() };
+                }
+                // Dropped here: if it was queued, and perhaps granted, its
+                // Drop must unlink or release.
+            })
+        };
+        unsafe { s.lock.write_unlock() };
+        t.join().unwrap();
+        s.write_add();
+        s.assert_idle();
+    });
+}
+
+/// tokio's `write_read_shared_drop_pending`, concurrently: a reader holds
+/// the lock, a writer queues and is then cancelled, and a reader that may
+/// have queued behind that writer must get in.
+#[test]
+fn cancel_head_lets_readers_behind_in() {
+    let _g = handoff(false);
+    loom::model(|| {
+        let s = Shared::new();
+        blocking::lock(&s.lock, Read);
+        let writer = {
+            let s = s.clone();
+            thread::spawn(move || {
+                let mut fut = pin!(Acquire::new(&s.lock, Write));
+                if poll_once(fut.as_mut()).is_ready() {
+                    // Only once the main thread has released both reads.
+                    unsafe { s.lock.write_unlock() };
+                }
+                // Dropped: unlinked, and a reader behind it must be let in.
+            })
+        };
+        // Completes only if the cancelled writer lets it through.
+        loom::future::block_on(Acquire::new(&s.lock, Read));
+        unsafe { s.lock.read_unlock() };
+        unsafe { s.lock.read_unlock() };
+        writer.join().unwrap();
+        s.assert_idle();
+    });
+}
+
+/// Readers queued behind a writer are let in together by its release.
+#[test]
+fn reader_batch_wake() {
+    let _g = handoff(false);
+    loom::model(|| {
+        let s = Shared::new();
+        blocking::lock(&s.lock, Write);
+        let readers: Vec<_> = (0..2)
+            .map(|_| {
+                let s = s.clone();
+                thread::spawn(move || s.read())
+            })
+            .collect();
+        s.data.with_mut(|d| unsafe { *d = 7 });
+        unsafe { s.lock.write_unlock() };
+        for r in readers {
+            assert_eq!(r.join().unwrap(), 7);
+        }
+        s.assert_idle();
+    });
+}
+
+/// A writer downgrades while a reader and a writer wait: the reader may join
+/// at once, the writer only after every read lock is gone.
+#[test]
+fn downgrade_with_waiters() {
+    let _g = handoff(false);
+    loom::model(|| {
+        let s = Shared::new();
+        blocking::lock(&s.lock, Write);
+        let reader = {
+            let s = s.clone();
+            thread::spawn(move || s.read())
+        };
+        let writer = {
+            let s = s.clone();
+            thread::spawn(move || s.write_add())
+        };
+        s.data.with_mut(|d| unsafe { *d = 10 });
+        unsafe { s.lock.downgrade() };
+        assert!(s.data.with(|d| unsafe { *d }) == 10, "no writer between");
+        unsafe { s.lock.read_unlock() };
+        let seen = reader.join().unwrap();
+        assert!(seen == 10 || seen == 11, "{seen}");
+        writer.join().unwrap();
+        assert_eq!(s.read(), 11);
+        s.assert_idle();
+    });
+}

@@ -1,0 +1,592 @@
+//! The wait queue: one FIFO of parked threads and suspended tasks per lock.
+//!
+//! # Layout
+//!
+//! The queue is a single `usize` next to the lock word:
+//!
+//! ```text
+//!  63                                           3     2        1         0
+//! +----------------------------------------------+---------+---------+---------+
+//! |        pointer to the head Waiter            | SPINNER | QPARKED | QLOCKED |
+//! +----------------------------------------------+---------+---------+---------+
+//!   QLOCKED  the queue lock is held; only its holder reads or writes the list
+//!   QPARKED  threads are parked (parking_lot_core, keyed by this word's
+//!            address) waiting for the queue lock
+//!   SPINNER  an optimistic spinner is polling the lock word; others queue
+//! ```
+//!
+//! Waiters are intrusive, pinned nodes ([`Waiter`]) living in the acquiring
+//! future or on the blocked thread's stack, so queueing never allocates. The
+//! list is doubly linked with `head.prev` pointing at the tail, so append and
+//! unlink are O(1).
+//!
+//! The queue lock is held for a handful of list edits. A contender polls it
+//! [`QUEUE_LOCK_SPINS`] times, then parks on it like parking_lot's
+//! `RawMutex`, so a holder preempted on an oversubscribed machine costs its
+//! contenders a sleep, not a time slice of spinning.
+//!
+//! # Invariants
+//!
+//! 1. The pointer bits change only while `QLOCKED` is held, by its holder.
+//! 2. A node is linked only while its owner keeps it pinned and alive: the
+//!    owner unlinks it (under the queue lock) before the memory is reused,
+//!    or a granter unlinks it before marking it [`GRANTED`].
+//! 3. A node's `links` and `task` are touched only under the queue lock, or
+//!    by its owner while it is not linked.
+//! 4. Wakers and unparks run after the queue lock is released ([`WakeList`]).
+
+use core::marker::PhantomPinned;
+use core::ptr;
+use core::task::Waker;
+use std::time::Instant;
+
+use crate::config::{QUEUE_LOCK_SPINS, WAKE_BATCH};
+use crate::loom::{AtomicU8, AtomicUsize, Ordering, Thread, UnsafeCell};
+use crate::state::Kind;
+
+const QLOCKED: usize = 1 << 0;
+const QPARKED: usize = 1 << 1;
+const SPINNER: usize = 1 << 2;
+const PTR_MASK: usize = !(QLOCKED | QPARKED | SPINNER);
+const _: () = assert!(align_of::<Waiter>() > (QLOCKED | QPARKED | SPINNER));
+
+/// The node is not in a queue and owns nothing.
+pub(crate) const IDLE: u8 = 0;
+/// The node is queued and its owner sleeps.
+pub(crate) const WAITING: u8 = 1;
+/// The node is queued (still the head) and its owner was woken to compete
+/// for the lock again; it returns to `WAITING` if it loses.
+pub(crate) const WOKEN: u8 = 2;
+/// The node was unlinked and the lock was taken on its behalf: its owner now
+/// holds the lock, whether or not it has noticed yet.
+pub(crate) const GRANTED: u8 = 3;
+
+/// Whoever must be told that a node changed state.
+pub(crate) enum Task {
+    /// A suspended future.
+    Waker(Waker),
+    /// A parked thread.
+    Thread(Thread),
+}
+
+impl Task {
+    #[inline]
+    pub(crate) fn wake(self) {
+        match self {
+            Task::Waker(waker) => waker.wake(),
+            Task::Thread(thread) => thread.unpark(),
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Links {
+    /// The previous node; for the head, the tail.
+    prev: *const Waiter,
+    /// The next node; null for the tail.
+    next: *const Waiter,
+}
+
+/// One queued acquisition, embedded in an acquiring future or on the stack
+/// of a blocked thread.
+#[repr(align(8))]
+pub(crate) struct Waiter {
+    /// # Safety
+    /// Only under the queue lock (Invariant 3).
+    links: UnsafeCell<Links>,
+    /// Who to wake; taken when the node is woken or granted.
+    ///
+    /// # Safety
+    /// Only under the queue lock, or by the owner while the node is unlinked.
+    task: UnsafeCell<Option<Task>>,
+    /// When the node first queued; the handoff timeout counts from here, and
+    /// it survives lost races so that the wait it bounds is the whole wait.
+    ///
+    /// # Safety
+    /// As `task`.
+    since: UnsafeCell<Option<Instant>>,
+    /// [`IDLE`], [`WAITING`], [`WOKEN`] or [`GRANTED`]. Written under the
+    /// queue lock, except `GRANTED -> IDLE` by the owner of an unlinked node;
+    /// read without the lock by the owner.
+    state: AtomicU8,
+    /// What the owner wants.
+    pub(crate) kind: Kind,
+    _pinned: PhantomPinned,
+}
+
+// SAFETY: the raw pointers and cells of a `Waiter` are only touched under the
+// queue lock or by the owner of an unlinked node (Invariant 3), so sharing a
+// node between the owner and queue-lock holders is race-free; `Task` itself
+// is Send + Sync (`Waker` and `Thread` both are).
+unsafe impl Send for Waiter {}
+// SAFETY: as above.
+unsafe impl Sync for Waiter {}
+
+impl Waiter {
+    pub(crate) fn new(kind: Kind) -> Self {
+        Waiter {
+            links: UnsafeCell::new(Links { prev: ptr::null(), next: ptr::null() }),
+            task: UnsafeCell::new(None),
+            since: UnsafeCell::new(None),
+            state: AtomicU8::new(IDLE),
+            kind,
+            _pinned: PhantomPinned,
+        }
+    }
+
+    /// The node's state. `Acquire` pairs with the `Release` store of whoever
+    /// granted or woke it, so a `GRANTED` reader sees the lock word and the
+    /// data as the granter left them.
+    #[inline]
+    pub(crate) fn state(&self) -> u8 {
+        self.state.load(Ordering::Acquire)
+    }
+
+    /// Marks a granted node as consumed by its owner.
+    ///
+    /// # Safety
+    /// The caller owns the node and it is `GRANTED` (hence unlinked).
+    #[inline]
+    pub(crate) unsafe fn consume_grant(&self) {
+        debug_assert_eq!(self.state(), GRANTED);
+        // Relaxed: nobody else refers to an unlinked node.
+        self.state.store(IDLE, Ordering::Relaxed);
+    }
+
+    /// Whether the owner must re-register its task: it has none stored, or
+    /// a waker that would not wake the current one.
+    ///
+    /// # Safety
+    /// Under the queue lock.
+    pub(crate) unsafe fn needs_task(&self, waker: Option<&Waker>) -> bool {
+        // SAFETY: the caller holds the queue lock (Invariant 3).
+        self.task.with(|t| match (unsafe { &*t }, waker) {
+            (Some(Task::Waker(old)), Some(new)) => !old.will_wake(new),
+            (Some(_), None) => false,
+            (None, _) | (Some(Task::Thread(_)), Some(_)) => true,
+        })
+    }
+
+    /// Stores the owner's task, returning the previous one so that the caller
+    /// drops it after releasing the queue lock (a waker's drop may re-enter).
+    ///
+    /// # Safety
+    /// Under the queue lock.
+    pub(crate) unsafe fn set_task(&self, task: Task) -> Option<Task> {
+        // SAFETY: the caller holds the queue lock (Invariant 3).
+        self.task.with_mut(|t| unsafe { (*t).replace(task) })
+    }
+
+    /// # Safety
+    /// Under the queue lock.
+    unsafe fn take_task(&self) -> Option<Task> {
+        // SAFETY: the caller holds the queue lock (Invariant 3).
+        self.task.with_mut(|t| unsafe { (*t).take() })
+    }
+
+    /// Whether the node has waited at least `timeout_ns` since it queued.
+    ///
+    /// # Safety
+    /// Under the queue lock.
+    pub(crate) unsafe fn waited_at_least(&self, now: Instant, timeout_ns: u64) -> bool {
+        // SAFETY: the caller holds the queue lock (Invariant 3).
+        self.since.with(|s| match unsafe { *s } {
+            Some(since) => now.saturating_duration_since(since).as_nanos() >= u128::from(timeout_ns),
+            None => false,
+        })
+    }
+
+    /// Sets the node's state.
+    ///
+    /// # Safety
+    /// Under the queue lock; for `GRANTED`, as the last access to the node.
+    #[inline]
+    unsafe fn set_state(&self, state: u8) {
+        // Release: a `GRANTED` or `WOKEN` owner that reads this with Acquire
+        // sees every write made before it (the lock word, the unlink).
+        self.state.store(state, Ordering::Release);
+    }
+
+    /// Sends a woken node back to sleep with a fresh task.
+    ///
+    /// # Safety
+    /// Under the queue lock, on a linked node of the caller's.
+    pub(crate) unsafe fn rewait(&self, task: Task) -> Option<Task> {
+        // SAFETY: forwarded.
+        let old = unsafe { self.set_task(task) };
+        // SAFETY: forwarded.
+        unsafe { self.set_state(WAITING) };
+        old
+    }
+}
+
+/// The queue word of one lock.
+pub(crate) struct WaitQueue {
+    word: AtomicUsize,
+}
+
+impl WaitQueue {
+    #[cfg(not(hybrid_sync_loom))]
+    pub(crate) const fn new() -> Self {
+        WaitQueue { word: AtomicUsize::new(0) }
+    }
+
+    #[cfg(hybrid_sync_loom)]
+    pub(crate) fn new() -> Self {
+        WaitQueue { word: AtomicUsize::new(0) }
+    }
+
+    /// Takes the queue lock.
+    #[inline]
+    pub(crate) fn lock(&self) -> QueueGuard<'_> {
+        let w = self.word.load(Ordering::Relaxed);
+        let w = if w & QLOCKED == 0 {
+            // Acquire: pairs with the Release of the previous holder's unlock,
+            // making its list edits visible.
+            match self.word.compare_exchange_weak(w, w | QLOCKED, Ordering::Acquire, Ordering::Relaxed) {
+                Ok(_) => w,
+                Err(_) => self.lock_contended(),
+            }
+        } else {
+            self.lock_contended()
+        };
+        QueueGuard { queue: self, head: (w & PTR_MASK) as *const Waiter }
+    }
+
+    #[cold]
+    fn lock_contended(&self) -> usize {
+        let mut spins = 0;
+        loop {
+            let w = self.word.load(Ordering::Relaxed);
+            if w & QLOCKED == 0 {
+                match self.word.compare_exchange_weak(w, w | QLOCKED, Ordering::Acquire, Ordering::Relaxed) {
+                    Ok(_) => return w,
+                    Err(_) => continue,
+                }
+            }
+            if cfg!(hybrid_sync_loom) {
+                crate::loom::yield_now();
+                continue;
+            }
+            if w & QPARKED == 0 && spins < QUEUE_LOCK_SPINS {
+                spins += 1;
+                for _ in 0..(1 << spins.min(4)) {
+                    crate::loom::spin_loop();
+                }
+                continue;
+            }
+            if w & QPARKED == 0
+                && self.word.compare_exchange_weak(w, w | QPARKED, Ordering::Relaxed, Ordering::Relaxed).is_err()
+            {
+                continue;
+            }
+            self.park_on_lock();
+            spins = 0;
+        }
+    }
+
+    #[cfg(not(hybrid_sync_loom))]
+    fn park_on_lock(&self) {
+        let key = &self.word as *const AtomicUsize as usize;
+        let validate = || self.word.load(Ordering::Relaxed) & (QLOCKED | QPARKED) == QLOCKED | QPARKED;
+        // SAFETY: `park` requires that the callbacks neither panic nor call
+        // into parking_lot_core: `validate` is one atomic load, the others are
+        // empty. The key is the address of our queue word, which only this
+        // queue parks on.
+        unsafe {
+            parking_lot_core::park(key, validate, || {}, |_, _| {}, parking_lot_core::DEFAULT_PARK_TOKEN, None);
+        }
+    }
+
+    #[cfg(hybrid_sync_loom)]
+    fn park_on_lock(&self) {
+        unreachable!("the model never parks on the queue lock")
+    }
+
+    /// Releases the queue lock, publishing `head`.
+    #[inline]
+    fn unlock(&self, head: *const Waiter) {
+        let head = head as usize;
+        debug_assert_eq!(head & !PTR_MASK, 0);
+        let mut w = self.word.load(Ordering::Relaxed);
+        loop {
+            debug_assert!(w & QLOCKED != 0);
+            if w & QPARKED != 0 {
+                return self.unlock_and_unpark(head);
+            }
+            // Release: publishes the list edits to the next holder. Only
+            // SPINNER and QPARKED can change under us, hence the loop.
+            match self.word.compare_exchange_weak(w, head | (w & SPINNER), Ordering::Release, Ordering::Relaxed) {
+                Ok(_) => return,
+                Err(actual) => w = actual,
+            }
+        }
+    }
+
+    #[cold]
+    #[cfg(not(hybrid_sync_loom))]
+    fn unlock_and_unpark(&self, head: usize) {
+        let key = &self.word as *const AtomicUsize as usize;
+        let callback = |result: parking_lot_core::UnparkResult| {
+            // Runs under parking_lot_core's bucket lock, which is where a
+            // would-be parker validates QLOCKED|QPARKED: nobody can park
+            // between this release and the unpark, and QPARKED stays set
+            // exactly while someone is still parked.
+            let parked = if result.have_more_threads { QPARKED } else { 0 };
+            let mut w = self.word.load(Ordering::Relaxed);
+            while let Err(actual) =
+                self.word.compare_exchange_weak(w, head | (w & SPINNER) | parked, Ordering::Release, Ordering::Relaxed)
+            {
+                w = actual;
+            }
+            parking_lot_core::DEFAULT_UNPARK_TOKEN
+        };
+        // SAFETY: the callback does not panic and does not call into
+        // parking_lot_core; the key is our queue word's address.
+        unsafe {
+            parking_lot_core::unpark_one(key, callback);
+        }
+    }
+
+    #[cfg(hybrid_sync_loom)]
+    fn unlock_and_unpark(&self, _head: usize) {
+        unreachable!("QPARKED is never set under the model")
+    }
+
+    /// Claims the one optimistic-spinner slot of this lock.
+    #[inline]
+    pub(crate) fn try_claim_spinner(&self) -> bool {
+        // Relaxed: the slot is an admission heuristic and guards no data.
+        self.word.load(Ordering::Relaxed) & SPINNER == 0
+            && self.word.fetch_or(SPINNER, Ordering::Relaxed) & SPINNER == 0
+    }
+
+    /// Gives the spinner slot back.
+    #[inline]
+    pub(crate) fn release_spinner(&self) {
+        self.word.fetch_and(!SPINNER, Ordering::Relaxed);
+    }
+
+    /// A racy look at whether anyone is queued, for diagnostics.
+    pub(crate) fn debug_word(&self) -> usize {
+        self.word.load(Ordering::Relaxed)
+    }
+}
+
+/// The held queue lock. It caches the head pointer and publishes it on drop.
+pub(crate) struct QueueGuard<'a> {
+    queue: &'a WaitQueue,
+    head: *const Waiter,
+}
+
+impl QueueGuard<'_> {
+    /// The first node, if any.
+    #[inline]
+    pub(crate) fn head(&self) -> Option<&Waiter> {
+        // SAFETY: linked nodes are alive while linked (Invariant 2), and we
+        // hold the lock, so nobody unlinks it during this borrow of `self`.
+        unsafe { self.head.as_ref() }
+    }
+
+    #[inline]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.head.is_null()
+    }
+
+    #[inline]
+    pub(crate) fn is_head(&self, node: &Waiter) -> bool {
+        ptr::eq(self.head, node)
+    }
+
+    /// The node after `node`.
+    ///
+    /// # Safety
+    /// `node` is linked in this queue.
+    pub(crate) unsafe fn next(&self, node: &Waiter) -> Option<&Waiter> {
+        // SAFETY: we hold the lock (Invariant 3); the next node is linked,
+        // hence alive (Invariant 2).
+        node.links.with(|l| unsafe { (*l).next.as_ref() })
+    }
+
+    /// Whether only `node` is queued.
+    ///
+    /// # Safety
+    /// `node` is linked in this queue.
+    pub(crate) unsafe fn is_only(&self, node: &Waiter) -> bool {
+        // SAFETY: forwarded.
+        self.is_head(node) && unsafe { self.next(node) }.is_none()
+    }
+
+    /// Appends `node` as `WAITING` with `task` to wake, stamping the time it
+    /// first queued.
+    ///
+    /// # Safety
+    /// The node is pinned, not linked anywhere, owned by the caller, and stays
+    /// alive until it is unlinked again (Invariant 2).
+    pub(crate) unsafe fn push_back(&mut self, node: &Waiter, task: Task) {
+        let me = node as *const Waiter;
+        // SAFETY: under the queue lock; the node is the caller's and unlinked.
+        unsafe {
+            node.since.with_mut(|s| {
+                if (*s).is_none() {
+                    *s = Some(Instant::now());
+                }
+            });
+            node.task.with_mut(|t| *t = Some(task));
+            if let Some(head) = self.head.as_ref() {
+                let tail = head.links.with(|l| (*l).prev);
+                node.links.with_mut(|l| *l = Links { prev: tail, next: ptr::null() });
+                (*tail).links.with_mut(|l| (*l).next = me);
+                head.links.with_mut(|l| (*l).prev = me);
+            } else {
+                node.links.with_mut(|l| *l = Links { prev: me, next: ptr::null() });
+                self.head = me;
+            }
+            node.set_state(WAITING);
+        }
+    }
+
+    /// Unlinks `node`.
+    ///
+    /// # Safety
+    /// `node` is linked in this queue.
+    pub(crate) unsafe fn remove(&mut self, node: &Waiter) {
+        // SAFETY: under the queue lock; `node` and its neighbours are linked,
+        // hence alive (Invariant 2).
+        unsafe {
+            let Links { prev, next } = node.links.with(|l| *l);
+            if self.is_head(node) {
+                self.head = next;
+                if let Some(next) = next.as_ref() {
+                    next.links.with_mut(|l| (*l).prev = prev);
+                }
+            } else {
+                (*prev).links.with_mut(|l| (*l).next = next);
+                match next.as_ref() {
+                    Some(next) => next.links.with_mut(|l| (*l).prev = prev),
+                    // `node` was the tail: the head's `prev` names the tail.
+                    None => (*self.head).links.with_mut(|l| (*l).prev = prev),
+                }
+            }
+            node.links.with_mut(|l| *l = Links { prev: ptr::null(), next: ptr::null() });
+        }
+    }
+
+    /// Unlinks the head, marks it granted and queues its task for waking.
+    ///
+    /// # Safety
+    /// The caller has already taken the lock on the head's behalf.
+    pub(crate) unsafe fn grant_head(&mut self, wakes: &mut WakeList) {
+        let head = self.head;
+        // SAFETY: non-null by the caller's contract; under the queue lock.
+        unsafe {
+            let node = &*head;
+            self.remove(node);
+            if let Some(task) = node.take_task() {
+                wakes.push(task);
+            }
+            // Last access: the owner may return and free the node after this.
+            node.set_state(GRANTED);
+        }
+    }
+
+    /// Tells the head to compete for the lock again, unless it already was.
+    pub(crate) fn wake_head(&mut self, wakes: &mut WakeList) {
+        if let Some(head) = self.head() {
+            if head.state.load(Ordering::Relaxed) == WAITING {
+                // SAFETY: under the queue lock.
+                unsafe {
+                    if let Some(task) = head.take_task() {
+                        wakes.push(task);
+                    }
+                    head.set_state(WOKEN);
+                }
+            }
+        }
+    }
+
+    /// Marks the caller's own woken node as the new owner: unlinks it and
+    /// leaves it `IDLE`.
+    ///
+    /// # Safety
+    /// `node` is the caller's, linked in this queue.
+    pub(crate) unsafe fn remove_acquired(&mut self, node: &Waiter) -> Option<Task> {
+        // SAFETY: forwarded.
+        unsafe {
+            self.remove(node);
+            let task = node.take_task();
+            node.state.store(IDLE, Ordering::Relaxed);
+            task
+        }
+    }
+
+    /// Unlinks the caller's own node because it gives up waiting.
+    ///
+    /// # Safety
+    /// `node` is the caller's, linked in this queue.
+    pub(crate) unsafe fn cancel(&mut self, node: &Waiter) -> Option<Task> {
+        // SAFETY: forwarded.
+        unsafe { self.remove_acquired(node) }
+    }
+
+    /// The number of queued nodes, for diagnostics.
+    pub(crate) fn len(&self) -> usize {
+        let mut n = 0;
+        let mut cur = self.head();
+        while let Some(node) = cur {
+            n += 1;
+            // SAFETY: `node` is linked in this queue.
+            cur = unsafe { self.next(node) };
+        }
+        n
+    }
+}
+
+impl Drop for QueueGuard<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        self.queue.unlock(self.head);
+    }
+}
+
+/// Tasks to wake once the queue lock is released (Invariant 4).
+pub(crate) struct WakeList {
+    tasks: [Option<Task>; WAKE_BATCH],
+    len: usize,
+}
+
+impl WakeList {
+    pub(crate) const fn new() -> Self {
+        WakeList { tasks: [const { None }; WAKE_BATCH], len: 0 }
+    }
+
+    /// How many more tasks fit.
+    #[inline]
+    pub(crate) fn room(&self) -> usize {
+        WAKE_BATCH - self.len
+    }
+
+    #[inline]
+    pub(crate) fn push(&mut self, task: Task) {
+        debug_assert!(self.room() > 0);
+        self.tasks[self.len] = Some(task);
+        self.len += 1;
+    }
+
+    /// Wakes everything collected so far.
+    pub(crate) fn wake_all(&mut self) {
+        for slot in &mut self.tasks[..self.len] {
+            if let Some(task) = slot.take() {
+                task.wake();
+            }
+        }
+        self.len = 0;
+    }
+}
+
+impl Drop for WakeList {
+    fn drop(&mut self) {
+        // A panic between collecting and waking must not lose a wakeup.
+        self.wake_all();
+    }
+}

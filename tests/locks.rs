@@ -1,0 +1,500 @@
+//! Deterministic tests of hybrid-sync's own behaviour: ordering, cancellation
+//! at every point, max readers, downgrade, threads and tasks on one lock,
+//! panics, and the regressions of other lock crates' historic bugs
+//! (research notes, ecosystem-reliability.md section 4).
+//!
+//! Futures are polled by hand (`tokio_test::task::spawn`), so each test pins
+//! down one interleaving exactly.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::task::{Context, Poll, Wake, Waker};
+
+use hybrid_sync::{Mutex, MutexGuard, RwLock, RwLockWriteGuard};
+use tokio_test::task::spawn;
+use tokio_test::{assert_pending, assert_ready};
+
+const FAIR: bool = cfg!(feature = "fair");
+
+#[test]
+fn sizes() {
+    assert!(size_of::<RwLock<()>>() <= 16, "{}", size_of::<RwLock<()>>());
+    assert!(size_of::<Mutex<()>>() <= 16, "{}", size_of::<Mutex<()>>());
+}
+
+#[test]
+fn tuning_reports_the_build() {
+    let t = hybrid_sync::tuning();
+    assert_eq!(t.fair, FAIR);
+    assert_eq!(t.spin, !cfg!(feature = "no-spin"));
+    assert!(t.to_string().starts_with("hybrid-sync:"));
+}
+
+#[test]
+fn debug_prints_locked() {
+    let lock = RwLock::new(5);
+    assert_eq!(format!("{lock:?}"), "RwLock { data: 5 }");
+    let w = lock.try_write().unwrap();
+    assert_eq!(format!("{lock:?}"), "RwLock { data: <locked> }");
+    assert_eq!(format!("{w:?} {w}"), "5 5");
+    drop(w);
+    let m = Mutex::new("x");
+    let g = m.try_lock().unwrap();
+    assert_eq!(format!("{m:?}"), "Mutex { data: <locked> }");
+    drop(g);
+}
+
+#[test]
+fn readers_queued_behind_a_writer_are_let_in_together() {
+    let lock = RwLock::new(0);
+    let w = lock.try_write().unwrap();
+    let mut readers: Vec<_> = (0..3).map(|_| spawn(lock.read())).collect();
+    for r in &mut readers {
+        assert_pending!(r.poll());
+    }
+    drop(w);
+    for r in &mut readers {
+        assert!(r.is_woken());
+    }
+    let guards: Vec<_> = readers.iter_mut().map(|r| assert_ready!(r.poll())).collect();
+    assert_eq!(guards.len(), 3);
+}
+
+#[test]
+fn a_queued_writer_blocks_new_readers_but_not_the_held_ones() {
+    let lock = RwLock::new(0);
+    let r1 = lock.try_read().unwrap();
+    let mut w = spawn(lock.write());
+    assert_pending!(w.poll());
+    assert!(lock.try_read().is_err(), "writer preference");
+    let mut r2 = spawn(lock.read());
+    assert_pending!(r2.poll());
+    drop(r1);
+    assert!(w.is_woken());
+    let g = assert_ready!(w.poll());
+    assert!(!r2.is_woken());
+    drop(g);
+    assert!(r2.is_woken());
+    assert_ready!(r2.poll());
+}
+
+/// By default a release wakes the queued writer to compete instead of handing
+/// it the lock, so a running thread may take the lock first (barging); the
+/// woken writer then waits again, keeping its place. Under `fair` the release
+/// hands the lock to the writer and a newcomer must wait.
+#[test]
+fn release_wakes_head_to_compete_or_hands_off_under_fair() {
+    let m = Mutex::new(0);
+    let g = m.try_lock().unwrap();
+    let mut head = spawn(m.lock());
+    assert_pending!(head.poll());
+    drop(g);
+    assert!(head.is_woken());
+    match m.try_lock() {
+        Ok(barger) => {
+            assert!(!FAIR, "fair must not let a newcomer overtake");
+            assert_pending!(head.poll());
+            drop(barger);
+            assert!(head.is_woken());
+            assert_ready!(head.poll());
+        }
+        Err(_) => {
+            assert!(FAIR, "the default lets a newcomer take a free lock");
+            assert_ready!(head.poll());
+        }
+    }
+}
+
+#[test]
+fn max_readers_queues_the_extra_reader_and_admits_it_on_release() {
+    let lock = RwLock::with_max_readers((), 2);
+    let r1 = lock.try_read().unwrap();
+    let _r2 = lock.try_read().unwrap();
+    assert!(lock.try_read().is_err());
+    let mut r3 = spawn(lock.read());
+    assert_pending!(r3.poll());
+    drop(r1);
+    assert!(r3.is_woken());
+    assert_ready!(r3.poll());
+}
+
+#[test]
+#[should_panic(expected = "a RwLock may not be created with more than 536870911 readers")]
+fn too_many_max_readers() {
+    RwLock::with_max_readers((), (u32::MAX >> 3) + 1);
+}
+
+#[test]
+fn downgrade_admits_readers_and_keeps_writers_out() {
+    let lock = RwLock::new(1);
+    let mut w = lock.try_write().unwrap();
+    let mut r = spawn(lock.read());
+    let mut w2 = spawn(lock.write());
+    assert_pending!(r.poll());
+    assert_pending!(w2.poll());
+    *w = 2;
+    let down = w.downgrade();
+    assert!(r.is_woken());
+    let rg = assert_ready!(r.poll());
+    assert_eq!((*down, *rg), (2, 2));
+    assert_pending!(w2.poll());
+    assert!(lock.try_write().is_err());
+    drop(down);
+    assert!(!w2.is_woken());
+    drop(rg);
+    assert!(w2.is_woken());
+    assert_ready!(w2.poll());
+}
+
+/// tokio#2941: a downgraded guard was released twice. After downgrade and
+/// drop the lock must be exactly free: one writer, then nothing else.
+#[test]
+fn downgrade_then_drop_leaves_the_lock_free() {
+    let lock = RwLock::new(());
+    drop(lock.try_write().unwrap().downgrade());
+    let w = lock.try_write().unwrap();
+    assert!(lock.try_read().is_err());
+    assert!(lock.try_write().is_err());
+    drop(w);
+    let r1 = lock.try_read().unwrap();
+    let r2 = lock.try_read().unwrap();
+    drop((r1, r2));
+    assert!(lock.try_write().is_ok());
+}
+
+// --- cancellation at every point -------------------------------------------
+
+#[test]
+fn never_polled_futures_can_be_dropped() {
+    let lock = Arc::new(RwLock::new(0));
+    drop(lock.read());
+    drop(lock.write());
+    drop(lock.clone().read_owned());
+    drop(lock.clone().write_owned());
+    let m = Arc::new(Mutex::new(0));
+    drop(m.lock());
+    drop(m.clone().lock_owned());
+    assert!(lock.try_write().is_ok());
+    assert!(m.try_lock().is_ok());
+}
+
+#[test]
+fn dropping_a_queued_non_head_changes_nothing() {
+    let m = Mutex::new(());
+    let g = m.try_lock().unwrap();
+    let mut a = spawn(m.lock());
+    let mut b = spawn(m.lock());
+    assert_pending!(a.poll());
+    assert_pending!(b.poll());
+    drop(b);
+    drop(g);
+    assert!(a.is_woken());
+    assert_ready!(a.poll());
+}
+
+/// A writer woken to compete, then dropped before it ran: the wakeup must
+/// pass to the next waiter, or it would sleep on a free lock.
+#[test]
+fn dropping_a_woken_head_passes_the_wakeup_on() {
+    let m = Mutex::new(());
+    let g = m.try_lock().unwrap();
+    let mut a = spawn(m.lock());
+    let mut b = spawn(m.lock());
+    assert_pending!(a.poll());
+    assert_pending!(b.poll());
+    drop(g);
+    assert!(a.is_woken());
+    drop(a);
+    assert!(b.is_woken());
+    assert_ready!(b.poll());
+}
+
+/// A reader granted the lock (readers are always granted directly) and
+/// dropped before it was polled again must release its share.
+#[test]
+fn dropping_a_granted_reader_releases_its_share() {
+    let lock = RwLock::new(());
+    let w = lock.try_write().unwrap();
+    let mut r = spawn(lock.read());
+    assert_pending!(r.poll());
+    drop(w);
+    assert!(r.is_woken());
+    drop(r);
+    assert!(lock.try_write().is_ok(), "the granted share was released");
+}
+
+/// A cancelled writer at the head lets the readers queued behind it in
+/// (tokio's write_read_shared_drop_pending; embassy#6964 and .NET's
+/// ReaderWriterLockSlim had this bug).
+#[test]
+fn cancelled_head_writer_lets_readers_behind_in() {
+    let lock = RwLock::new(());
+    let _r1 = lock.try_read().unwrap();
+    let mut w = spawn(lock.write());
+    assert_pending!(w.poll());
+    let mut r2 = spawn(lock.read());
+    let mut r3 = spawn(lock.read());
+    assert_pending!(r2.poll());
+    assert_pending!(r3.poll());
+    drop(w);
+    assert!(r2.is_woken() && r3.is_woken());
+    assert_ready!(r2.poll());
+    assert_ready!(r3.poll());
+}
+
+// --- wakers ------------------------------------------------------------------
+
+struct CountingWaker(AtomicUsize);
+impl Wake for CountingWaker {
+    fn wake(self: Arc<Self>) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// A queued future polled again with a different waker must wake the new
+/// one (futures moved between tasks or `select!` arms).
+#[test]
+fn repoll_with_a_new_waker_replaces_the_old() {
+    let m = Mutex::new(());
+    let g = m.try_lock().unwrap();
+    let mut fut = Box::pin(m.lock());
+    let old = Arc::new(CountingWaker(AtomicUsize::new(0)));
+    let new = Arc::new(CountingWaker(AtomicUsize::new(0)));
+    assert!(fut.as_mut().poll(&mut Context::from_waker(&Waker::from(old.clone()))).is_pending());
+    assert!(fut.as_mut().poll(&mut Context::from_waker(&Waker::from(new.clone()))).is_pending());
+    drop(g);
+    assert_eq!(old.0.load(Ordering::SeqCst), 0);
+    assert_eq!(new.0.load(Ordering::SeqCst), 1);
+    assert!(fut.as_mut().poll(&mut Context::from_waker(&Waker::from(new))).is_ready());
+}
+
+/// tokio#5429: a waker whose drop re-enters the lock deadlocked because it
+/// was dropped under the internal queue lock.
+#[test]
+fn a_waker_may_reenter_the_lock_when_dropped_or_woken() {
+    struct Reentrant(Arc<Mutex<()>>);
+    impl Wake for Reentrant {
+        fn wake(self: Arc<Self>) {
+            let _ = self.0.try_lock();
+        }
+    }
+    impl Drop for Reentrant {
+        fn drop(&mut self) {
+            let _ = self.0.try_lock();
+        }
+    }
+    let m = Arc::new(Mutex::new(()));
+    let g = m.try_lock().unwrap();
+    let mut fut = Box::pin(m.lock());
+    let w1 = Waker::from(Arc::new(Reentrant(m.clone())));
+    assert!(fut.as_mut().poll(&mut Context::from_waker(&w1)).is_pending());
+    drop(w1);
+    let w2 = Waker::from(Arc::new(Reentrant(m.clone())));
+    // Replaces (and drops) the first waker: must not deadlock.
+    assert!(fut.as_mut().poll(&mut Context::from_waker(&w2)).is_pending());
+    drop(g); // wakes w2 after the queue lock is released
+    assert!(fut.as_mut().poll(&mut Context::from_waker(&w2)).is_ready());
+}
+
+/// tokio#6450 / async-lock#91: one task with two pending lock futures, the
+/// wakeup going to the one it does not await. By default the awaited one
+/// still gets a free lock (a queued future may take it like a newcomer);
+/// under `fair` it waits its turn, exactly as tokio.
+#[test]
+fn two_pending_futures_on_one_task() {
+    let m = Mutex::new(());
+    let g = m.try_lock().unwrap();
+    let mut b = spawn(m.lock());
+    let mut a = spawn(m.lock());
+    assert_pending!(b.poll());
+    assert_pending!(a.poll());
+    drop(g);
+    if FAIR {
+        assert_pending!(a.poll());
+        drop(b);
+        assert!(a.is_woken());
+        assert_ready!(a.poll());
+    } else {
+        let ga = assert_ready!(a.poll());
+        assert_pending!(b.poll());
+        drop(ga);
+        assert!(b.is_woken());
+        assert_ready!(b.poll());
+    }
+}
+
+// --- coop budget ---------------------------------------------------------------
+
+#[tokio::test]
+async fn spent_budget_yields_even_on_a_free_lock_and_a_drop_frees_it() {
+    use futures::FutureExt;
+    let m = Arc::new(Mutex::new(()));
+    let m2 = m.clone();
+    let mut t = spawn(async move {
+        while tokio::task::coop::consume_budget().now_or_never().is_some() {}
+        m2.lock_owned().await
+    });
+    assert_pending!(t.poll());
+    drop(t);
+    assert!(m.try_lock().is_ok());
+}
+
+// --- threads and tasks on one lock ---------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thread_and_a_task_hand_the_lock_back_and_forth() {
+    let lock = Arc::new(RwLock::new(0u64));
+    let g = lock.write().await;
+    let thread = {
+        let lock = lock.clone();
+        std::thread::spawn(move || {
+            // Parks until the task's guard is gone.
+            let mut w = lock.blocking_write();
+            *w += 1;
+            let task_side = lock.try_read();
+            assert!(task_side.is_err());
+        })
+    };
+    tokio::task::yield_now().await;
+    drop(g);
+    tokio::task::spawn_blocking(move || thread.join().unwrap()).await.unwrap();
+    let held = lock.blocking_read_in_spawn_blocking().await;
+    assert_eq!(held, 1);
+}
+
+trait SpawnBlockingRead {
+    async fn blocking_read_in_spawn_blocking(&self) -> u64;
+}
+impl SpawnBlockingRead for Arc<RwLock<u64>> {
+    async fn blocking_read_in_spawn_blocking(&self) -> u64 {
+        let lock = self.clone();
+        tokio::task::spawn_blocking(move || *lock.blocking_read()).await.unwrap()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn blocking_works_inside_block_in_place() {
+    let m = Mutex::new(1);
+    let v = tokio::task::block_in_place(|| *m.blocking_lock());
+    assert_eq!(v, 1);
+}
+
+#[test]
+fn blocking_works_outside_any_runtime_and_inside_an_entered_handle() {
+    let m = Arc::new(Mutex::new(1));
+    *m.blocking_lock() += 1;
+    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let _enter = rt.enter();
+    *m.clone().blocking_lock_owned() += 1;
+    assert_eq!(*m.blocking_lock(), 3);
+}
+
+#[test]
+#[should_panic(expected = "Cannot block the current thread from within a runtime")]
+fn blocking_inside_a_task_panics() {
+    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    rt.block_on(async {
+        let m = Mutex::new(1);
+        let _g = m.blocking_lock();
+    });
+}
+
+#[test]
+fn async_api_works_on_another_executor() {
+    let m = Arc::new(Mutex::new(0));
+    let g = m.try_lock().unwrap();
+    let t = {
+        let m = m.clone();
+        std::thread::spawn(move || futures::executor::block_on(async move { *m.lock().await += 1 }))
+    };
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    drop(g);
+    t.join().unwrap();
+    assert_eq!(*futures::executor::block_on(m.lock()), 1);
+}
+
+// --- panics ------------------------------------------------------------------
+
+#[test]
+fn a_panic_while_holding_any_guard_releases_the_lock() {
+    let lock = Arc::new(RwLock::new(0));
+    let m = Arc::new(Mutex::new(0));
+    let catch = |f: Box<dyn FnOnce()>| assert!(std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).is_err());
+    {
+        let lock = lock.clone();
+        catch(Box::new(move || {
+            let _w = lock.blocking_write();
+            panic!("in a write section");
+        }));
+    }
+    {
+        let lock = lock.clone();
+        catch(Box::new(move || {
+            let _r = lock.clone().try_read_owned().unwrap();
+            panic!("in a read section");
+        }));
+    }
+    {
+        let m = m.clone();
+        catch(Box::new(move || {
+            let _g = m.blocking_lock();
+            panic!("in a mutex section");
+        }));
+    }
+    // No poisoning: everything is free and usable.
+    assert_eq!(*lock.try_write().unwrap(), 0);
+    assert_eq!(*m.try_lock().unwrap(), 0);
+}
+
+#[test]
+fn a_panic_inside_map_closures_releases_the_lock() {
+    let lock = RwLock::new((1, 2));
+    let m = Mutex::new((1, 2));
+    assert!(
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| RwLockWriteGuard::map(
+            lock.try_write().unwrap(),
+            |_| -> &mut i32 { panic!() }
+        )))
+        .is_err()
+    );
+    assert!(
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| RwLockWriteGuard::downgrade_map(
+            lock.try_write().unwrap(),
+            |_| -> &i32 { panic!() }
+        )))
+        .is_err()
+    );
+    assert!(
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| RwLockWriteGuard::try_downgrade_map(
+            lock.try_write().unwrap(),
+            |_| -> Option<&i32> { panic!() }
+        )))
+        .is_err()
+    );
+    assert!(
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| MutexGuard::try_map(
+            m.try_lock().unwrap(),
+            |_| -> Option<&mut i32> { panic!() }
+        )))
+        .is_err()
+    );
+    assert!(lock.try_write().is_ok());
+    assert!(m.try_lock().is_ok());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_that_panics_holding_a_guard_releases_it() {
+    let m = Arc::new(Mutex::new(0));
+    let m2 = m.clone();
+    let mut waiter = spawn(m.lock());
+    let held = m2.clone().lock_owned().await;
+    assert_pending!(waiter.poll());
+    let res = tokio::spawn(async move {
+        let _held = held;
+        panic!("task dies holding the lock");
+    })
+    .await;
+    assert!(res.is_err());
+    assert!(waiter.is_woken());
+    assert_ready!(waiter.poll());
+}

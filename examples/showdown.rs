@@ -183,6 +183,20 @@ impl Row {
     }
 }
 
+/// The round with the median throughput, with the latency histogram of all
+/// rounds merged (so "max wait" is the worst of every round).
+fn median_row(mut runs: Vec<Row>) -> Row {
+    runs.sort_by(|a, b| a.ops_per_sec().total_cmp(&b.ops_per_sec()));
+    let mut hist = Hist::new();
+    for r in &runs {
+        hist.merge(&r.hist);
+    }
+    let mid = runs.len() / 2;
+    let mut row = runs.swap_remove(mid);
+    row.hist = hist;
+    row
+}
+
 fn fmt_rate(r: f64) -> String {
     if r >= 1e6 { format!("{:.2} M", r / 1e6) } else { format!("{:.0} k", r / 1e3) }
 }
@@ -195,6 +209,22 @@ fn fmt_ns(ns: f64) -> String {
     } else {
         format!("{ns:.0} ns")
     }
+}
+
+fn print_tail(r: &Row) {
+    if std::env::var("SHOWDOWN_TAIL").is_err() {
+        return;
+    }
+    let tick = ns_per_tick();
+    let mut line = String::new();
+    for (i, n) in r.hist.buckets.iter().enumerate() {
+        let (log, sub) = (i / 4, (i % 4) as u64);
+        let lo = if log >= 2 { ((4 + sub) << (log - 2)) as f64 * tick } else { (1u64 << log) as f64 * tick };
+        if *n > 0 && lo >= 100_000.0 {
+            line += &format!(" >{}:{}", fmt_ns(lo), n);
+        }
+    }
+    println!("    {} tail:{line}", r.name);
 }
 
 fn print_table(title: &str, rows: &[Row]) {
@@ -218,6 +248,7 @@ fn print_table(title: &str, rows: &[Row]) {
             fmt_ns(r.hist.max as f64 * tick),
         );
     }
+    rows.iter().for_each(print_tail);
 }
 
 // ---------------------------------------------------------------------------
@@ -232,19 +263,7 @@ fn uncontended<P: Peer>(write: bool, n: u64) -> f64 {
     let mut best = f64::MAX;
     for _ in 0..3 {
         let t = Instant::now();
-        rt.block_on(async {
-            for _ in 0..n {
-                if write {
-                    lock.write(|v| {
-                        *v += 1;
-                        0
-                    })
-                    .await;
-                } else {
-                    lock.read(|v| std::hint::black_box(*v)).await;
-                }
-            }
-        });
+        lock.uncontended(&rt, n, write);
         best = best.min(t.elapsed().as_nanos() as f64 / n as f64);
     }
     best
@@ -418,6 +437,58 @@ fn mixed<P: Peer>(nthreads: usize, tasks: usize, dur: Duration) -> Row {
     Row { name: P::NAME, ops: total.0, elapsed, cpu: cpu_time() - cpu0, hist: total.1 }
 }
 
+/// Command-line options.
+struct Opts {
+    full: bool,
+    /// Run only workloads whose title contains one of these.
+    only: Vec<String>,
+    /// Run only contenders with these names.
+    peers: Vec<String>,
+    /// Print hybrid-sync's lock-event counters after each of its runs
+    /// (needs `--features stats`).
+    stats: bool,
+}
+
+impl Opts {
+    fn parse() -> Self {
+        let mut o = Opts { full: false, only: vec![], peers: vec![], stats: false };
+        let mut args = std::env::args().skip(1);
+        while let Some(a) = args.next() {
+            match a.as_str() {
+                "--full" => o.full = true,
+                "--stats" => o.stats = true,
+                "--only" => o.only.extend(args.next().unwrap_or_default().split(',').map(String::from)),
+                "--peers" => o.peers.extend(args.next().unwrap_or_default().split(',').map(String::from)),
+                "-h" | "--help" => {
+                    println!("usage: showdown [--full] [--only WORKLOAD,..] [--peers NAME,..] [--stats]");
+                    std::process::exit(0);
+                }
+                other => {
+                    eprintln!("unknown argument {other:?} (try --help)");
+                    std::process::exit(2);
+                }
+            }
+        }
+        o
+    }
+    fn workload(&self, title: &str) -> bool {
+        self.only.is_empty() || self.only.iter().any(|w| title.contains(w.as_str()))
+    }
+    fn peer(&self, name: &str) -> bool {
+        self.peers.is_empty() || self.peers.iter().any(|p| p == name)
+    }
+}
+
+fn print_stats(opts: &Opts, name: &str) {
+    if !opts.stats || name != "hybrid-sync" {
+        return;
+    }
+    let snap = hybrid_sync::stats::snapshot(true);
+    let line: Vec<String> =
+        hybrid_sync::stats::ALL.iter().zip(snap).filter(|(_, n)| *n > 0).map(|(e, n)| format!("{e:?}={n}")).collect();
+    eprintln!("\r\x1b[2K    stats: {}", line.join(" "));
+}
+
 fn progress(what: &str) {
     use std::io::Write;
     eprint!("\r\x1b[2K  running: {what}");
@@ -425,10 +496,14 @@ fn progress(what: &str) {
 }
 
 fn main() {
-    let full = std::env::args().any(|a| a == "--full");
-    let dur = if full { Duration::from_secs(3) } else { Duration::from_millis(700) };
-    let n_uncontended = if full { 5_000_000 } else { 1_000_000 };
+    let opts = Opts::parse();
+    let full = opts.full;
+    let dur = if full { Duration::from_secs(1) } else { Duration::from_millis(300) };
+    let n_uncontended = if full { 10_000_000 } else { 3_000_000 };
 
+    if let Some(us) = std::env::var("SHOWDOWN_HANDOFF_US").ok().and_then(|v| v.parse().ok()) {
+        hybrid_sync::__testing::set_handoff_timeout(Some(Duration::from_micros(us)));
+    }
     calibrate_work(50.0);
     let _ = ns_per_tick();
     println!("hybrid-sync showdown ({} mode)", if full { "full" } else { "quick" });
@@ -439,71 +514,82 @@ fn main() {
         hybrid_sync::tuning()
     );
 
-    // Uncontended.
-    println!("\n== uncontended: one task, acquire + release (ns per op, best of 3)");
-    println!("{:<13} {:>12} {:>12} {:>12} {:>9}", "contender", "read", "write", "mutex lock", "vs tokio");
-    let mut rows = Vec::new();
-    for_each_rwlock!(P => {
-        progress(&format!("uncontended {}", P::NAME));
-        rows.push((P::NAME, uncontended::<P>(false, n_uncontended), uncontended::<P>(true, n_uncontended)));
-    });
-    let mut mutex = Vec::new();
-    for_each_mutex!(P => {
-        progress(&format!("uncontended mutex {}", P::NAME));
-        mutex.push(uncontended::<P>(true, n_uncontended));
-    });
-    eprint!("\r\x1b[2K");
-    let (tr, tw, tm) = (rows[1].1, rows[1].2, mutex[1]);
-    for ((name, r, w), m) in rows.iter().zip(&mutex) {
-        println!(
-            "{:<13} {:>9.1} ns {:>9.1} ns {:>9.1} ns {:>4.2}/{:.2}/{:.2}",
-            name,
-            r,
-            w,
-            m,
-            r / tr,
-            w / tw,
-            m / tm
-        );
+    if opts.workload("uncontended") {
+        println!("\n== uncontended: one task, acquire + release (ns per op, best of 3)");
+        println!("{:<13} {:>12} {:>12} {:>12} {:>16}", "contender", "read", "write", "mutex lock", "vs tokio r/w/m");
+        let mut rows = Vec::new();
+        for_each_rwlock!(P => {
+            progress(&format!("uncontended {}", P::NAME));
+            rows.push((P::NAME, uncontended::<P>(false, n_uncontended), uncontended::<P>(true, n_uncontended)));
+        });
+        let mut mutex = Vec::new();
+        for_each_mutex!(P => {
+            progress(&format!("uncontended mutex {}", P::NAME));
+            mutex.push(uncontended::<P>(true, n_uncontended));
+        });
+        eprint!("\r\x1b[2K");
+        let (tr, tw, tm) = (rows[1].1, rows[1].2, mutex[1]);
+        for ((name, r, w), m) in rows.iter().zip(&mutex) {
+            println!(
+                "{:<13} {:>9.1} ns {:>9.1} ns {:>9.1} ns {:>6.2}/{:.2}/{:.2}",
+                name,
+                r,
+                w,
+                m,
+                r / tr,
+                w / tw,
+                m / tm
+            );
+        }
     }
 
-    let mut table = |title: &str, run: &mut dyn FnMut() -> Vec<Row>| {
-        let rows = run();
+    // Contended workloads run every contender once per round, round-robin,
+    // and report each contender's median round: the machine is shared and
+    // noisy, and interleaving spreads slow spells over everyone.
+    let rounds = if full { 5 } else { 3 };
+    let table = |title: &str, run: &mut dyn FnMut() -> Vec<Row>| {
+        if !opts.workload(title) {
+            return;
+        }
+        let mut all: Vec<Vec<Row>> = Vec::new();
+        for _ in 0..rounds {
+            for row in run() {
+                match all.iter_mut().find(|v| v[0].name == row.name) {
+                    Some(v) => v.push(row),
+                    None => all.push(vec![row]),
+                }
+            }
+        }
+        let rows: Vec<Row> = all.into_iter().map(median_row).collect();
         eprint!("\r\x1b[2K");
         print_table(title, &rows);
     };
+    macro_rules! rows {
+        ($each:ident, $label:expr, |$p:ident| $run:expr) => {{
+            let mut rows = Vec::new();
+            $each!($p => {
+                if opts.peer($p::NAME) {
+                    progress(&format!("{} {}", $label, $p::NAME));
+                    let _ = hybrid_sync::stats::snapshot(true);
+                    rows.push($run);
+                    print_stats(&opts, $p::NAME);
+                }
+            });
+            rows
+        }};
+    }
 
     table("async write-heavy: 64 tasks on 2 workers, 100% writes (RwLock)", &mut || {
-        let mut rows = Vec::new();
-        for_each_rwlock!(P => {
-            progress(&format!("async write-heavy {}", P::NAME));
-            rows.push(async_contended::<P>(64, 2, 0, dur));
-        });
-        rows
+        rows!(for_each_rwlock, "async write-heavy", |P| async_contended::<P>(64, 2, 0, dur))
     });
     table("async read-heavy: 64 tasks on 2 workers, 90% reads (RwLock)", &mut || {
-        let mut rows = Vec::new();
-        for_each_rwlock!(P => {
-            progress(&format!("async read-heavy {}", P::NAME));
-            rows.push(async_contended::<P>(64, 2, 900, dur));
-        });
-        rows
+        rows!(for_each_rwlock, "async read-heavy", |P| async_contended::<P>(64, 2, 900, dur))
     });
     table("threads: 32 threads on 2 cores, blocking API (Mutex)", &mut || {
-        let mut rows = Vec::new();
-        for_each_mutex!(P => {
-            progress(&format!("32 threads {}", P::NAME));
-            rows.push(threads::<P>(32, dur));
-        });
-        rows
+        rows!(for_each_mutex, "32 threads", |P| threads::<P>(32, dur))
     });
     table("mixed: 4 blocking threads + 32 tasks on 2 workers, one lock (Mutex)", &mut || {
-        let mut rows = Vec::new();
-        for_each_mutex!(P => {
-            progress(&format!("mixed {}", P::NAME));
-            rows.push(mixed::<P>(4, 32, dur));
-        });
-        rows
+        rows!(for_each_mutex, "mixed", |P| mixed::<P>(4, 32, dur))
     });
     println!();
 }

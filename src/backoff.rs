@@ -11,11 +11,11 @@
 //! hash of the lock's address, and learns per lock:
 //!
 //! * `delay_ns`: the pause between two polls of a held lock word. It grows a
-//!   little after each poll that finds the lock still held and shrinks faster
-//!   after a pause that ends with the lock free (we may have overslept), so it
-//!   settles near an eighth of the lock's typical hold time: a spinner on a
-//!   2 us lock stops hammering the owner's cache line, one on a 20 ns lock
-//!   keeps polling tightly.
+//!   by an eighth after each poll that finds the lock still held and shrinks
+//!   by an eighth after a pause that ends with the lock free (we may have
+//!   overslept), so it settles where about half the polls find the lock
+//!   free: a spinner on a 2 us lock stops hammering the owner's cache line
+//!   (which slows the owner down), one on a 20 ns lock keeps polling tightly.
 //! * `wait_ns`: an average of how long spinning had to wait before it won
 //!   (glibc's adaptive mutex keeps the same statistic). Failures push it up;
 //!   once it reaches the spin limit, spinning on that lock is reduced to a
@@ -61,7 +61,7 @@ pub(crate) enum Probe {
 }
 
 /// How a spin ended.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Spin {
     Acquired,
     Handoff,
@@ -180,7 +180,7 @@ pub(crate) fn spin(addr: usize, limit_ns: u32, mut probe: impl FnMut() -> Probe)
             }
             Probe::Held(word) => {
                 if paused {
-                    slot.delay_ns = (slot.delay_ns + slot.delay_ns / 64 + 1).min(DELAY_MAX_NS);
+                    slot.delay_ns = (slot.delay_ns + slot.delay_ns / 8 + 1).min(DELAY_MAX_NS);
                 }
                 if last_word != Some(word) {
                     last_word = Some(word);

@@ -103,6 +103,8 @@ mod mutex;
 mod raw;
 mod rwlock;
 mod state;
+#[doc(hidden)]
+pub mod stats;
 mod wait_queue;
 
 pub use config::{Tuning, testing as __testing, tuning};

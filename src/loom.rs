@@ -15,13 +15,19 @@ mod imp {
     pub(crate) use loom::hint::spin_loop;
     pub(crate) use loom::sync::atomic::{AtomicU8, AtomicU32, AtomicUsize, Ordering};
     pub(crate) use loom::thread::{Thread, current as current_thread, park, yield_now};
+
+    /// loom has no timed park; the model never retains the token (see
+    /// `config::RETAIN_TOKEN`), so this is never reached there.
+    pub(crate) fn park_timeout(_: std::time::Duration) {
+        unreachable!("no timed parks under the model")
+    }
 }
 
 #[cfg(not(hybrid_sync_loom))]
 mod imp {
     pub(crate) use core::hint::spin_loop;
     pub(crate) use core::sync::atomic::{AtomicU8, AtomicU32, AtomicUsize, Ordering};
-    pub(crate) use std::thread::{Thread, current as current_thread, park, yield_now};
+    pub(crate) use std::thread::{Thread, current as current_thread, park, park_timeout, yield_now};
 
     /// `core::cell::UnsafeCell` with loom's closure-based accessors, so code
     /// written against loom's cell compiles unchanged.

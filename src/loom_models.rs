@@ -251,3 +251,108 @@ fn downgrade_with_waiters() {
         s.assert_idle();
     });
 }
+
+/// A writer spins while a reader holds the lock and the queue is empty: it
+/// takes the WOKEN token (writer intent), which holds a second reader back,
+/// and must give it up (or take the lock) without stranding anyone.
+#[test]
+fn spinning_writer_token_and_readers() {
+    let _g = handoff(false);
+    loom::model(|| {
+        let s = Shared::new();
+        blocking::lock(&s.lock, Read);
+        let writer = {
+            let s = s.clone();
+            thread::spawn(move || s.write_add())
+        };
+        let reader = {
+            let s = s.clone();
+            thread::spawn(move || s.read())
+        };
+        unsafe { s.lock.read_unlock() };
+        writer.join().unwrap();
+        let seen = reader.join().unwrap();
+        assert!(seen <= 1);
+        s.assert_idle();
+    });
+}
+
+/// A woken writer (holding the token, spinning for its turn) races a
+/// barging writer for the lock a third writer releases.
+#[test]
+fn woken_writer_races_a_barger() {
+    let _g = handoff(false);
+    loom::model(|| {
+        let s = Shared::new();
+        blocking::lock(&s.lock, Write);
+        let queued = {
+            let s = s.clone();
+            thread::spawn(move || s.write_add())
+        };
+        let barger = {
+            let s = s.clone();
+            thread::spawn(move || s.write_add())
+        };
+        s.data.with_mut(|d| unsafe { *d += 1 });
+        unsafe { s.lock.write_unlock() };
+        queued.join().unwrap();
+        barger.join().unwrap();
+        assert_eq!(s.read(), 3);
+        s.assert_idle();
+    });
+}
+
+/// A reader woken (licensed) by a writer's release finds another writer got
+/// in first: it must go back to the front of the queue and still get in.
+#[test]
+fn licensed_reader_loses_to_a_writer() {
+    let _g = handoff(false);
+    loom::model(|| {
+        let s = Shared::new();
+        blocking::lock(&s.lock, Write);
+        let reader = {
+            let s = s.clone();
+            thread::spawn(move || s.read())
+        };
+        let writer = {
+            let s = s.clone();
+            thread::spawn(move || s.write_add())
+        };
+        unsafe { s.lock.write_unlock() };
+        let seen = reader.join().unwrap();
+        assert!(seen <= 1);
+        writer.join().unwrap();
+        s.assert_idle();
+    });
+}
+
+/// A queued future is woken (handed the WOKEN token) by a release and then
+/// dropped before it runs: the token must not be lost with it, or the thread
+/// queued behind would sleep on a free lock forever.
+#[test]
+fn woken_future_dropped_passes_the_token_on() {
+    let _g = handoff(false);
+    loom::model(|| {
+        let s = Shared::new();
+        blocking::lock(&s.lock, Write);
+        let task = {
+            let s = s.clone();
+            thread::spawn(move || {
+                let mut fut = pin!(Acquire::new(&s.lock, Write));
+                let ready = poll_once(fut.as_mut()).is_ready();
+                if ready {
+                    unsafe { s.lock.write_unlock() };
+                }
+                // Dropped: queued, woken or granted, it must pass the lock on.
+            })
+        };
+        let behind = {
+            let s = s.clone();
+            thread::spawn(move || s.write_add())
+        };
+        unsafe { s.lock.write_unlock() };
+        task.join().unwrap();
+        behind.join().unwrap();
+        s.assert_idle();
+    });
+}

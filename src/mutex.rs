@@ -5,6 +5,7 @@ use core::fmt;
 use core::marker::PhantomData;
 use std::sync::Arc;
 
+use crate::acquire::coop::{Proceed, ReleaseOnDrop};
 use crate::acquire::{blocking, future::Acquire};
 use crate::config::MAX_READERS;
 use crate::error::TryLockError;
@@ -193,6 +194,15 @@ impl<T: ?Sized> Mutex<T> {
     /// # }
     /// ```
     pub async fn lock(&self) -> MutexGuard<'_, T> {
+        if self.raw.try_acquire(Kind::Write) {
+            // SAFETY: just acquired; a future dropped while it yields to the
+            // coop budget below releases the lock.
+            let held = unsafe { ReleaseOnDrop::new(&self.raw, Kind::Write) };
+            Proceed.await;
+            held.disarm();
+            // SAFETY: the lock is held, now on the guard's behalf.
+            return unsafe { MutexGuard::new(self) };
+        }
         Acquire::new(&self.raw, Kind::Write).await;
         // SAFETY: the future above completed, so the lock is ours.
         unsafe { MutexGuard::new(self) }
@@ -286,6 +296,15 @@ impl<T: ?Sized> Mutex<T> {
     /// # }
     /// ```
     pub async fn lock_owned(self: Arc<Self>) -> OwnedMutexGuard<T> {
+        if self.raw.try_acquire(Kind::Write) {
+            // SAFETY: just acquired; a future dropped while it yields to the
+            // coop budget below releases the lock.
+            let held = unsafe { ReleaseOnDrop::new(&self.raw, Kind::Write) };
+            Proceed.await;
+            held.disarm();
+            // SAFETY: the lock is held, now on the guard's behalf.
+            return unsafe { OwnedMutexGuard::new(self) };
+        }
         Acquire::new(&self.raw, Kind::Write).await;
         // SAFETY: the future above completed, so the lock is ours.
         unsafe { OwnedMutexGuard::new(self) }
@@ -374,6 +393,16 @@ impl<T: ?Sized> Mutex<T> {
         T: Sized,
     {
         self.c.into_inner()
+    }
+}
+
+impl<T: ?Sized> Mutex<T> {
+    /// The raw lock word and queue state, decoded, for hang reports (the
+    /// torture and stress tests print it when a watchdog fires). Takes no
+    /// lock. Not part of the stable API.
+    #[doc(hidden)]
+    pub fn __describe(&self) -> String {
+        self.raw.describe()
     }
 }
 

@@ -9,49 +9,57 @@
 //!   fast path: one CAS on an uncontended word ──────────────────────► owned
 //!        │ contended
 //!        ▼
-//!   spin: one spinner per lock polls the word with per-address backoff
-//!        │ while the owner makes progress, never past a park round trip,
-//!        │ and not at all once HANDOFF is set ─────────── wins the CAS ► owned
+//!   spin: at most two spinners per lock poll the word with per-address
+//!        │ backoff while the owner makes progress, never past about a park
+//!        │ round trip, and not at all once HANDOFF is set ─ wins the CAS ► owned
 //!        ▼
-//!   queue lock: barge if the policy allows (no HANDOFF; under `fair`, no
-//!        │ waiters) ───────────────────────────────────────────────────► owned
+//!   queue lock: barge if the policy allows (no HANDOFF; a reader never
+//!        │ past waiters; under `fair`, nobody past waiters) ────────────► owned
 //!        │ else set WAITERS and link a node at the tail
 //!        ▼
-//!   wait: the thread parks / the task returns Pending
-//!        │
-//!        ├── GRANTED: a release took the lock on our behalf ────────────► owned
-//!        └── WOKEN: a release freed the lock and woke us, the head, to
-//!            compete; we take it unless a newcomer barged in first, in which
-//!            case we wait again, and once our wait passes the handoff timeout
-//!            HANDOFF is set and the next release grants the lock to us.
+//!   wait: the thread parks / the task returns Pending, until
+//!        ├── GRANTED: a release took the lock on its behalf (the head was
+//!        │   due, or `fair`) ───────────────────────────────────────────► owned
+//!        ├── LICENSED (readers): a release woke the run of readers at the
+//!        │   head and unlinked them; each takes a read lock unless a writer
+//!        │   barged in first, else goes back to the front of the queue ─► owned
+//!        └── RETRY (a writer head, with the WOKEN token): a release woke it
+//!            to compete; it spins and takes the lock the moment it is free,
+//!            or waits again (a thread keeps the token and naps, a task gives
+//!            it back). Once its wait passes the handoff timeout it sets
+//!            HANDOFF and the next release grants the lock to it.
 //! ```
 //!
 //! # Release and dispatch
 //!
-//! A release is one `fetch_sub` on the word. If it saw `WAITERS` (for a
-//! reader: if it was the last reader, or the one that made room under
-//! `max_readers`), it takes the queue lock and runs [`RawRwLock::dispatch`]:
+//! A release is one `fetch_sub` on the word. If it saw `WAITERS` and no
+//! `WOKEN` token (for a reader: if it was the last reader, or the one that
+//! made room under `max_readers`), it takes the queue lock and runs
+//! [`RawRwLock::dispatch`]:
 //!
-//! * head is a reader and the lock is not write-locked: grant the lock to
-//!   the run of readers at the head at once (up to `max_readers`);
-//! * head is a writer and the lock is free: grant it if `fair`, if `HANDOFF`
-//!   is set, or if the head has waited past the handoff timeout; otherwise
-//!   wake the head to compete (barging), unless it is already awake;
-//! * the lock is still held: if the head has waited past the timeout, set
-//!   `HANDOFF`, so that the holder's release grants it and nobody else, not
-//!   even a spinner, can take the lock meanwhile.
+//! * the head is due (waited past the handoff timeout, or `HANDOFF` is set,
+//!   or `fair`) and can take the lock: grant it (a writer, or the run of
+//!   readers at the head), keeping `HANDOFF` set if the next head is due too;
+//! * the head is due but the lock is held: set `HANDOFF`, so that the
+//!   holder's release grants it and nobody else, not even a spinner, can
+//!   take the lock meanwhile;
+//! * otherwise (barging): wake the head to compete with whoever is running,
+//!   rather than hand the lock to a waiter that is not running yet. A lock
+//!   granted to a task still in a run queue, or a thread still waking up, is
+//!   a lock nobody uses while everyone behind it queues up.
 //!
 //! Wakeups are issued after the queue lock is released.
 
 use core::pin::pin;
 use core::task::{Poll, Waker};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::backoff::{self, Probe, Spin};
 use crate::config::{self, FAIR, SPIN};
 use crate::loom::{AtomicU32, Ordering};
 use crate::state::*;
-use crate::wait_queue::{GRANTED, IDLE, QueueGuard, Task, WAITING, WOKEN, WaitQueue, Waiter, WakeList};
+use crate::stats::{self, Event};
+use crate::wait_queue::{GRANTED, IDLE, LICENSED, QueueGuard, RETRY, Task, WAITING, WaitQueue, Waiter, WakeList};
 
 /// A reader-writer lock with no data: the word, the limit, the queue.
 pub(crate) struct RawRwLock {
@@ -74,11 +82,6 @@ impl RawRwLock {
         RawRwLock { state: AtomicU32::new(0), max_readers, queue: WaitQueue::new() }
     }
 
-    #[inline]
-    pub(crate) fn max_readers(&self) -> u32 {
-        self.max_readers
-    }
-
     // ----------------------------------------------------------------------
     // Fast paths.
     // ----------------------------------------------------------------------
@@ -95,15 +98,21 @@ impl RawRwLock {
                     || self.try_acquire_contended(kind)
             }
             Kind::Read => {
-                let s = self.state.load(Ordering::Relaxed);
-                (can_read_fast(s, self.max_readers)
-                    && self
-                        .state
-                        .compare_exchange_weak(s, s + ONE_READER, Ordering::Acquire, Ordering::Relaxed)
-                        .is_ok())
-                    || self.try_acquire_contended(kind)
+                // The common uncontended case is an idle word: one CAS, no
+                // load first (max_readers is at least 1).
+                self.state.compare_exchange(0, ONE_READER, Ordering::Acquire, Ordering::Relaxed).is_ok()
+                    || self.try_acquire_shared()
             }
         }
+    }
+
+    /// Joining other readers: not contended as such, so not cold.
+    #[inline]
+    fn try_acquire_shared(&self) -> bool {
+        let s = self.state.load(Ordering::Relaxed);
+        (can_read_fast(s, self.max_readers)
+            && self.state.compare_exchange_weak(s, s + ONE_READER, Ordering::Acquire, Ordering::Relaxed).is_ok())
+            || self.try_acquire_contended(Kind::Read)
     }
 
     #[cold]
@@ -129,7 +138,7 @@ impl RawRwLock {
         debug_assert!(reader_count(old) > 0, "read unlock of {:?}", Decoded(old));
         // The last reader frees the lock for a queued writer; the reader that
         // leaves a full lock makes room for a queued reader.
-        if has_waiters(old) && (reader_count(old) == 1 || reader_count(old) == self.max_readers) {
+        if needs_wakeup(old) && (reader_count(old) == 1 || reader_count(old) == self.max_readers) {
             self.release_slow();
         }
     }
@@ -143,7 +152,7 @@ impl RawRwLock {
         // Release: publishes the critical section to the next owner.
         let old = self.state.fetch_sub(WRITER, Ordering::Release);
         debug_assert!(is_write_locked(old), "write unlock of {:?}", Decoded(old));
-        if has_waiters(old) {
+        if needs_wakeup(old) {
             self.release_slow();
         }
     }
@@ -170,19 +179,22 @@ impl RawRwLock {
     /// The caller holds the write lock.
     pub(crate) unsafe fn downgrade(&self) {
         // WRITER is set, so adding ONE_READER - WRITER clears it and adds one
-        // reader in one step, leaving WAITERS and HANDOFF as they are: a
-        // pending handoff keeps newcomers out of the downgraded lock too.
+        // reader in one step, leaving the flags as they are: a pending
+        // handoff keeps newcomers out of the downgraded lock too.
         // Release: the new readers see the writer's critical section.
         let old = self.state.fetch_add(ONE_READER - WRITER, Ordering::Release);
         debug_assert!(is_write_locked(old), "downgrade of {:?}", Decoded(old));
+        // Readers queued at the head may join now, whoever holds the token.
         if has_waiters(old) {
             self.release_slow();
         }
     }
 
-    /// The release found waiters: dispatch under the queue lock, then wake.
+    /// A release found sleeping waiters: dispatch under the queue lock, then
+    /// wake.
     #[cold]
     fn release_slow(&self) {
+        stats::inc(Event::Dispatch);
         let mut wakes = WakeList::new();
         loop {
             let more = {
@@ -213,9 +225,13 @@ impl RawRwLock {
                 return false;
             };
             let kind = head.kind;
-            if !head_may_take(kind, s, self.max_readers) {
+            let free = head_may_take(kind, s, self.max_readers);
+            let due = FAIR || has_handoff(s) || self.head_is_due(q, &mut now);
+            if !free && (due || kind == Kind::Read || !is_write_locked(s)) {
                 // Its holder will release it and dispatch again; if the head
-                // has waited too long, that release must be a handoff.
+                // has waited too long, that release must be a handoff. (A
+                // reader can do nothing while a writer holds the lock, and a
+                // writer behind readers waits for the last one's release.)
                 match self.request_handoff(q, s, &mut now) {
                     Ok(()) => return false,
                     Err(actual) => {
@@ -224,16 +240,56 @@ impl RawRwLock {
                     }
                 }
             }
-            let grant = FAIR || kind == Kind::Read || has_handoff(s) || self.head_is_due(q, &mut now);
-            if !grant {
-                // Barging: let the head compete with whoever runs now.
-                q.wake_head(wakes);
-                return false;
+            if !due {
+                // Barging: wake the head (a run of readers at the head) to
+                // compete with whoever runs now, rather than hand the lock to
+                // waiters that are not running yet: a lock granted to a task
+                // still sitting in a run queue, or a thread still waking up,
+                // is a lock nobody uses, and everyone behind it queues too.
+                if kind == Kind::Read {
+                    // Readers do not take the token: the run at the head is
+                    // unlinked and licensed, so an emptied queue lets every
+                    // reader in again at once.
+                    stats::inc(Event::WakeHead);
+                    let more = q.wake_readers(self.max_readers - reader_count(s), wakes) > 0
+                        && q.head().is_some_and(|h| h.kind == Kind::Read)
+                        && wakes.room() == 0;
+                    if q.is_empty() {
+                        // Relaxed: flag maintenance under the queue lock.
+                        self.state.fetch_and(!WAITERS, Ordering::Relaxed);
+                    }
+                    return more;
+                }
+                // A writer head is woken even if a barging writer took the
+                // lock in the meantime: it takes the WOKEN token, so that
+                // releases stop coming here until it has run (spinning for
+                // its turn) and either won or given the token back.
+                if has_woken(s) || head.state_relaxed() == RETRY {
+                    // Someone awake is coming already: a token owner, or the
+                    // head itself between taking the lock (which gives the
+                    // token up) and unlinking its node.
+                    return false;
+                }
+                // A woken writer takes the WOKEN token, so that new readers
+                // hold back and releases do not wake anyone else meanwhile.
+                // Relaxed: the token guards no data (state.rs).
+                match self.state.compare_exchange(s, s | WOKEN, Ordering::Relaxed, Ordering::Relaxed) {
+                    Ok(_) => {
+                        stats::inc(Event::WakeHead);
+                        q.wake_head(wakes);
+                        return false;
+                    }
+                    Err(actual) => {
+                        s = actual;
+                        continue;
+                    }
+                }
             }
 
             // Count the nodes to grant: the head, and for a reader head the
             // run of readers behind it that fits under max_readers and in
             // this round's wake list.
+            let head_has_token = kind == Kind::Write && head.state_relaxed() == RETRY;
             let room = self.max_readers - reader_count(s);
             let mut count = 1u32;
             let mut more = false;
@@ -261,12 +317,28 @@ impl RawRwLock {
             if next.is_none() {
                 new &= !WAITERS;
             }
+            // Handoff mode lasts while the waiter that becomes the head is due
+            // too: keeping HANDOFF set keeps spinners and newcomers off the
+            // CPUs while the grantee wakes up, so a run of overdue waiters
+            // drains at wakeup speed instead of competing for a CPU with
+            // threads that cannot win.
+            if !FAIR {
+                let now = *now.get_or_insert_with(Instant::now);
+                // SAFETY: under the queue lock.
+                if next.is_some_and(|n| unsafe { n.waited_at_least(now, config::handoff_timeout_ns()) }) {
+                    new |= HANDOFF;
+                }
+            }
+            if head_has_token {
+                new &= !WOKEN;
+            }
             // Acquire: the previous owner's release happens-before the
             // grantees' critical sections (they read GRANTED, stored with
             // Release after this). Relaxed on failure: we only retry.
             match self.state.compare_exchange(s, new, Ordering::Acquire, Ordering::Relaxed) {
                 Ok(_) => {
                     for _ in 0..count {
+                        stats::inc(Event::Grant);
                         // SAFETY: the lock was just taken for the head.
                         unsafe { q.grant_head(wakes) };
                     }
@@ -296,7 +368,22 @@ impl RawRwLock {
             return Ok(());
         }
         // Relaxed: the bit guards no data; it only redirects the next release.
-        self.state.compare_exchange(s, s | HANDOFF, Ordering::Relaxed, Ordering::Relaxed).map(drop)
+        let r = self.state.compare_exchange(s, s | HANDOFF, Ordering::Relaxed, Ordering::Relaxed).map(drop);
+        if r.is_ok() {
+            stats::inc(Event::HandoffSet);
+        }
+        r
+    }
+
+    /// Gives up the `WOKEN` token without taking the lock. A release may have
+    /// skipped waking anyone because we held it, so if the lock may be free
+    /// now, dispatch.
+    fn drop_token(&self) {
+        // Relaxed: the token guards no data; release_slow takes the queue lock.
+        let s = self.state.fetch_and(!WOKEN, Ordering::Relaxed) & !WOKEN;
+        if has_waiters(s) && !is_write_locked(s) {
+            self.release_slow();
+        }
     }
 
     // ----------------------------------------------------------------------
@@ -308,6 +395,7 @@ impl RawRwLock {
     /// not, the node is queued as `WAITING` with the task from `task`.
     pub(crate) fn lock_contended(&self, node: &Waiter, spin_limit_ns: u32, task: impl FnOnce() -> Task) -> bool {
         debug_assert_eq!(node.state(), IDLE);
+        stats::inc(Event::Contended);
         let kind = node.kind;
         if SPIN && spin_limit_ns > 0 && self.spin(kind, spin_limit_ns) {
             return true;
@@ -317,12 +405,15 @@ impl RawRwLock {
         loop {
             if may_barge(kind, s, self.max_readers, FAIR) {
                 match self.state.compare_exchange_weak(s, with_owner(kind, s), Ordering::Acquire, Ordering::Relaxed) {
-                    Ok(_) => return true,
+                    Ok(_) => {
+                        stats::inc(Event::Barge);
+                        return true;
+                    }
                     Err(actual) => s = actual,
                 }
             } else if has_waiters(s) {
-                // Every release from here on sees WAITERS and dispatches
-                // after we release the queue lock.
+                // Every release from here on sees WAITERS and dispatches (or
+                // a token owner is awake) after we release the queue lock.
                 break;
             } else {
                 // The CAS fails if a release slipped in since the load, so
@@ -337,42 +428,67 @@ impl RawRwLock {
         // SAFETY: the node is the caller's, pinned in its future or stack
         // frame, unlinked (IDLE), and the front ends unlink it before it dies.
         unsafe { q.push_back(node, task()) };
+        stats::inc(Event::Queued);
         false
     }
 
-    /// Spins for the lock, holding this lock's single spinner slot.
+    /// Spins for the lock, holding one of this lock's two spinner slots.
+    ///
+    /// A writer that spins while nobody is queued takes the `WOKEN` token:
+    /// new readers then hold back and the ones inside drain, so the writer
+    /// gets in within one read section instead of queueing behind a stream
+    /// of readers. It never takes the token from a queue that has sleepers,
+    /// so releases keep waking (or handing off to) the queue.
     fn spin(&self, kind: Kind, limit_ns: u32) -> bool {
         if !self.queue.try_claim_spinner() {
             return false;
         }
         let max = self.max_readers;
+        let mut token = false;
         let result = backoff::spin(self as *const Self as usize, limit_ns, || {
             let s = self.state.load(Ordering::Relaxed);
             if has_handoff(s) || (FAIR && has_waiters(s)) {
                 // The queue owns the next turn: spinning can only burn CPU.
                 return Probe::Handoff;
             }
-            if kind == Kind::Read && has_waiters(s) && !is_unlocked(s) {
-                // A writer is queued ahead: its wait plus its hold is no spin.
+            if kind == Kind::Read && has_waiters(s) {
+                // A reader never passes queued waiters: it cannot win here.
                 return Probe::Handoff;
             }
-            if !may_barge(kind, s, max, FAIR) {
-                return Probe::Held(s);
+            if may_barge(kind, s, max, FAIR) {
+                let new = if token { with_owner(kind, s) & !WOKEN } else { with_owner(kind, s) };
+                return match self.state.compare_exchange(s, new, Ordering::Acquire, Ordering::Relaxed) {
+                    Ok(_) => {
+                        token = false;
+                        Probe::Acquired
+                    }
+                    Err(_) => Probe::Lost,
+                };
             }
-            match self.state.compare_exchange(s, with_owner(kind, s), Ordering::Acquire, Ordering::Relaxed) {
-                Ok(_) => Probe::Acquired,
-                Err(_) => Probe::Lost,
+            if !token
+                && kind == Kind::Write
+                && s & (WAITERS | WOKEN) == 0
+                && self.state.compare_exchange(s, s | WOKEN, Ordering::Relaxed, Ordering::Relaxed).is_ok()
+            {
+                token = true;
             }
+            Probe::Held(s)
         });
+        if token {
+            self.drop_token();
+        }
         self.queue.release_spinner();
+        stats::inc(match result {
+            Spin::Acquired => Event::SpinWin,
+            Spin::Handoff => Event::SpinHandoff,
+            Spin::GaveUp => Event::SpinGiveUp,
+        });
         result == Spin::Acquired
     }
 
     /// The owner of a queued node competes for the lock again: after it was
-    /// woken (`WOKEN`), or when its task polls it anyway (`WAITING`). Returns
-    /// `true` if it now holds the lock (the node is `IDLE` and unlinked);
-    /// otherwise the node waits on, with the task from `task` if it was woken
-    /// or if `waker` would not wake the stored one.
+    /// woken (`RETRY`, holding the `WOKEN` token), or when its task polls it anyway
+    /// (`WAITING`).
     ///
     /// The head may take the lock whenever it is free for it, `HANDOFF`
     /// notwithstanding (the bit is held for it). Any other queued node may
@@ -380,7 +496,20 @@ impl RawRwLock {
     /// a queued future whose wakeup went to a sibling future (two lock
     /// futures in one `select!`, tokio#6450, async-lock#91) still gets in
     /// when the lock is free, unless `fair` forbids overtaking.
-    pub(crate) fn retry_queued(&self, node: &Waiter, waker: Option<&Waker>, task: impl FnOnce() -> Task) -> bool {
+    ///
+    /// A woken node that loses gives its token back, demanding a handoff if
+    /// it is due, and waits again with the task from `task` (or keeps the
+    /// stored one if `waker` would wake it anyway). With `retain`, a woken
+    /// node that is not yet due instead keeps the token and returns
+    /// [`Retry::Retained`]: its thread sleeps with a deadline rather than
+    /// being woken by every release only to lose again.
+    pub(crate) fn retry_queued(
+        &self,
+        node: &Waiter,
+        waker: Option<&Waker>,
+        retain: bool,
+        task: impl FnOnce() -> Task,
+    ) -> Retry {
         let kind = node.kind;
         let mut wakes = WakeList::new();
         let mut q = self.queue.lock();
@@ -389,17 +518,22 @@ impl RawRwLock {
                 drop(q);
                 // SAFETY: our node, granted.
                 unsafe { node.consume_grant() };
-                return true;
+                return Retry::Acquired;
             }
-            WOKEN => true,
+            RETRY => true,
             WAITING => false,
             other => unreachable!("retry of a node in state {other}"),
         };
+        // A woken node is a writer head holding the WOKEN token.
+        let token = woken;
         let mut now = None;
         let mut s = self.state.load(Ordering::Relaxed);
         loop {
             let is_head = q.is_head(node);
-            let allowed = if is_head {
+            // The head (and a woken writer, which the insertion of a licensed
+            // reader may have moved to second place) may take the lock
+            // whenever it is free for it: HANDOFF and the token are its own.
+            let allowed = if is_head || woken {
                 head_may_take(kind, s, self.max_readers)
             } else {
                 may_barge(kind, s, self.max_readers, FAIR)
@@ -414,20 +548,23 @@ impl RawRwLock {
                 if alone {
                     new &= !WAITERS;
                 }
+                if token {
+                    new &= !WOKEN;
+                }
                 match self.state.compare_exchange_weak(s, new, Ordering::Acquire, Ordering::Relaxed) {
                     Ok(_) => {
+                        stats::inc(Event::RetryWon);
                         // SAFETY: our node is linked in `q`.
                         let stale = unsafe { q.remove_acquired(node) };
-                        // Whoever is now first may be able to go too (readers
-                        // behind a reader), or must be told it is first.
-                        let more = !alone && self.dispatch(&mut q, &mut wakes);
+                        // Readers queued behind a reader may share the lock.
+                        let more = kind == Kind::Read && !alone && self.dispatch(&mut q, &mut wakes);
                         drop(q);
                         drop(stale);
                         wakes.wake_all();
                         if more {
                             self.release_slow();
                         }
-                        return true;
+                        return Retry::Acquired;
                     }
                     Err(actual) => {
                         s = actual;
@@ -435,7 +572,35 @@ impl RawRwLock {
                     }
                 }
             }
-            if is_head {
+            if token {
+                let due = is_head && self.head_is_due(&q, &mut now);
+                if retain && !due {
+                    stats::inc(Event::RetryLost);
+                    // Keep the token (and our place); sleep until the lock
+                    // is likely free or we are due. Store the thread so a
+                    // grant can wake us early.
+                    // SAFETY: under the queue lock; the node is ours.
+                    let stale = unsafe { node.set_task(task()) };
+                    let due_in = self.time_to_due(&q, node, now);
+                    drop(q);
+                    drop(stale);
+                    return Retry::Retained { due_in };
+                }
+                // Give the token up in a CAS that checks the lock is still
+                // held, so its holder's release will wake the head. A due
+                // head demands the handoff in the same step.
+                let mut new = s & !WOKEN;
+                if due && !FAIR && !has_handoff(s) {
+                    new |= HANDOFF;
+                }
+                if let Err(actual) = self.state.compare_exchange(s, new, Ordering::Relaxed, Ordering::Relaxed) {
+                    s = actual;
+                    continue;
+                }
+                if new & HANDOFF != s & HANDOFF {
+                    stats::inc(Event::HandoffSet);
+                }
+            } else if is_head {
                 if let Err(actual) = self.request_handoff(&q, s, &mut now) {
                     s = actual;
                     continue;
@@ -443,33 +608,161 @@ impl RawRwLock {
             }
             break;
         }
+        stats::inc(Event::RetryLost);
         // Lost the race to a barging newcomer (or not our turn). Whoever holds
-        // the lock will see WAITERS on release and wake or grant the head.
+        // the lock will see WAITERS without WOKEN on release and wake or
+        // grant the head.
         // SAFETY: our node is linked in `q`, and we hold the queue lock.
         let stale = unsafe { if woken || node.needs_task(waker) { node.rewait(task()) } else { None } };
         drop(q);
         drop(stale);
+        Retry::Waiting
+    }
+
+    /// A licensed reader (woken from the head of the queue and unlinked)
+    /// takes a read lock if the lock is not write-locked, waiting out a short
+    /// write section by spinning; if a writer still holds it, the reader
+    /// goes back to the front of the queue. Returns `true` if it holds the
+    /// lock.
+    fn enter_licensed(&self, node: &Waiter, spin_limit_ns: u32, task: impl FnOnce() -> Task) -> bool {
+        debug_assert_eq!(node.kind, Kind::Read);
+        let max = self.max_readers;
+        let try_enter = || {
+            let mut s = self.state.load(Ordering::Relaxed);
+            while !is_write_locked(s) && reader_count(s) < max {
+                // Acquire: pairs with the writer's release.
+                match self.state.compare_exchange_weak(s, s + ONE_READER, Ordering::Acquire, Ordering::Relaxed) {
+                    Ok(_) => return true,
+                    Err(actual) => s = actual,
+                }
+            }
+            false
+        };
+        if try_enter() {
+            // SAFETY: our node, licensed and unlinked; consuming the licence
+            // leaves it IDLE, as after any acquisition.
+            unsafe { node.consume_grant() };
+            return true;
+        }
+        if SPIN && spin_limit_ns > 0 {
+            backoff::spin(self as *const Self as usize, spin_limit_ns, || {
+                let s = self.state.load(Ordering::Relaxed);
+                if is_write_locked(s) { Probe::Held(s) } else { Probe::Acquired }
+            });
+        }
+        if try_enter() {
+            // SAFETY: as above.
+            unsafe { node.consume_grant() };
+            return true;
+        }
+        let mut q = self.queue.lock();
+        let mut s = self.state.load(Ordering::Relaxed);
+        loop {
+            if !is_write_locked(s) && reader_count(s) < max {
+                match self.state.compare_exchange_weak(s, s + ONE_READER, Ordering::Acquire, Ordering::Relaxed) {
+                    Ok(_) => {
+                        drop(q);
+                        // SAFETY: as above.
+                        unsafe { node.consume_grant() };
+                        return true;
+                    }
+                    Err(actual) => s = actual,
+                }
+            } else if has_waiters(s) {
+                break;
+            } else {
+                // As in `lock_contended`: validated, so no release is missed.
+                match self.state.compare_exchange_weak(s, s | WAITERS, Ordering::Relaxed, Ordering::Relaxed) {
+                    Ok(_) => break,
+                    Err(actual) => s = actual,
+                }
+            }
+        }
+        stats::inc(Event::Queued);
+        // SAFETY: our node, unlinked, pinned by its owner as for push_back.
+        unsafe { q.push_front(node, task()) };
         false
+    }
+
+    /// A woken writer (holding the WOKEN token) spins for its turn and takes
+    /// the lock in the same CAS that gives the token up, the moment the lock
+    /// is free: going through the queue lock first would lose that moment to
+    /// any thread that can simply CAS. Only then does it take the queue lock
+    /// to unlink itself. Returns `true` if it holds the lock.
+    fn take_woken(&self, node: &Waiter, limit_ns: u32) -> bool {
+        debug_assert_eq!(node.kind, Kind::Write);
+        if !SPIN || limit_ns == 0 {
+            return false;
+        }
+        let result = backoff::spin(self as *const Self as usize, limit_ns, || {
+            let s = self.state.load(Ordering::Relaxed);
+            if !is_unlocked(s) {
+                return Probe::Held(s);
+            }
+            // Acquire: pairs with the previous owner's release.
+            match self.state.compare_exchange(s, (s | WRITER) & !WOKEN, Ordering::Acquire, Ordering::Relaxed) {
+                Ok(_) => Probe::Acquired,
+                Err(_) => Probe::Lost,
+            }
+        });
+        if result != Spin::Acquired {
+            return false;
+        }
+        stats::inc(Event::RetryWon);
+        let mut q = self.queue.lock();
+        let was_head = q.is_head(node);
+        // SAFETY: our node is linked in `q`.
+        let stale = unsafe { q.remove_acquired(node) };
+        // Relaxed: flag maintenance under the queue lock. HANDOFF, if set,
+        // was set for us (or for a reader put in front of us, which will ask
+        // again when it is due).
+        if q.is_empty() {
+            self.state.fetch_and(!(WAITERS | HANDOFF), Ordering::Relaxed);
+        } else if was_head {
+            self.state.fetch_and(!HANDOFF, Ordering::Relaxed);
+        }
+        drop(q);
+        drop(stale);
+        true
+    }
+
+    /// How long until `node` (the head) is due for a handoff.
+    fn time_to_due(&self, _q: &QueueGuard<'_>, node: &Waiter, now: Option<Instant>) -> Duration {
+        let now = now.unwrap_or_else(Instant::now);
+        // SAFETY: under the queue lock (`_q`).
+        let waited = unsafe { node.waited(now) };
+        Duration::from_nanos(config::handoff_timeout_ns()).saturating_sub(waited)
     }
 
     /// An async owner polls its queued node: `Ready` once it holds the lock.
     /// While it still waits, the stored waker is replaced if the task now
     /// polls with another one, so a future moved between tasks is not lost.
-    pub(crate) fn poll_queued(&self, node: &Waiter, waker: &Waker) -> Poll<()> {
-        if node.state() == GRANTED {
-            // SAFETY: our node, granted (Acquire load above).
-            unsafe { node.consume_grant() };
-            return Poll::Ready(());
+    pub(crate) fn poll_queued(&self, node: &Waiter, waker: &Waker, spin_limit_ns: u32) -> Poll<()> {
+        match node.state() {
+            GRANTED => {
+                // SAFETY: our node, granted (Acquire load above).
+                unsafe { node.consume_grant() };
+                return Poll::Ready(());
+            }
+            LICENSED => {
+                return match self.enter_licensed(node, spin_limit_ns, || Task::Waker(waker.clone())) {
+                    true => Poll::Ready(()),
+                    false => Poll::Pending,
+                };
+            }
+            RETRY if self.take_woken(node, spin_limit_ns) => return Poll::Ready(()),
+            _ => {}
         }
-        match self.retry_queued(node, Some(waker), || Task::Waker(waker.clone())) {
-            true => Poll::Ready(()),
-            false => Poll::Pending,
+        match self.retry_queued(node, Some(waker), false, || Task::Waker(waker.clone())) {
+            Retry::Acquired => Poll::Ready(()),
+            Retry::Waiting | Retry::Retained { .. } => Poll::Pending,
         }
     }
 
     /// The owner of a queued node gives up (its future was dropped). A node
     /// that was granted the lock meanwhile releases it, which passes it on;
-    /// a head that leaves lets the new head proceed if it can.
+    /// a head that leaves lets the new head proceed if it can, and a woken
+    /// head gives its token back.
     pub(crate) fn cancel(&self, node: &Waiter) {
         let mut wakes = WakeList::new();
         let mut q = self.queue.lock();
@@ -483,19 +776,22 @@ impl RawRwLock {
                     self.unlock(node.kind);
                 }
             }
-            WAITING | WOKEN => {
+            state @ (WAITING | RETRY) => {
+                stats::inc(Event::Cancel);
                 let was_head = q.is_head(node);
+                // A woken writer holds the WOKEN token.
+                let token = if state == RETRY { WOKEN } else { 0 };
                 // SAFETY: our node is linked in `q`.
                 let stale = unsafe { q.cancel(node) };
+                // Relaxed: flag maintenance under the queue lock.
                 let more = if q.is_empty() {
-                    // Relaxed: flag maintenance under the queue lock.
-                    self.state.fetch_and(!(WAITERS | HANDOFF), Ordering::Relaxed);
+                    self.state.fetch_and(!(WAITERS | HANDOFF | token), Ordering::Relaxed);
                     false
                 } else if was_head {
                     // HANDOFF was held for the node that left; the new head
                     // earns its own. Then let it in if it can go now
-                    // (readers behind a cancelled writer) or compete.
-                    self.state.fetch_and(!HANDOFF, Ordering::Relaxed);
+                    // (readers behind a cancelled writer) or wake it.
+                    self.state.fetch_and(!(HANDOFF | token), Ordering::Relaxed);
                     self.dispatch(&mut q, &mut wakes)
                 } else {
                     false
@@ -520,6 +816,7 @@ impl RawRwLock {
         if self.lock_contended(node, config::SPIN_LIMIT_BLOCKING_NS, thread) {
             return;
         }
+        let mut nap = config::RECHECK_MIN;
         loop {
             match node.state() {
                 WAITING => crate::loom::park(),
@@ -528,11 +825,23 @@ impl RawRwLock {
                     unsafe { node.consume_grant() };
                     return;
                 }
-                WOKEN => {
-                    if self.retry_queued(node, None, thread) {
+                LICENSED => {
+                    if self.enter_licensed(node, config::SPIN_LIMIT_BLOCKING_NS, thread) {
                         return;
                     }
                 }
+                RETRY if self.take_woken(node, config::SPIN_LIMIT_BLOCKING_NS) => return,
+                RETRY => match self.retry_queued(node, None, config::RETAIN_TOKEN, thread) {
+                    Retry::Acquired => return,
+                    Retry::Waiting => nap = config::RECHECK_MIN,
+                    Retry::Retained { due_in } => {
+                        // Sleep through the barging, looking again at growing
+                        // intervals; never past the point where we are due.
+                        crate::loom::park_timeout(nap.min(due_in));
+                        stats::inc(Event::TimedRecheck);
+                        nap = (nap * 2).min(config::RECHECK_MAX);
+                    }
+                },
                 other => unreachable!("blocked node in state {other}"),
             }
         }
@@ -547,16 +856,30 @@ impl RawRwLock {
         self.state.load(Ordering::Relaxed)
     }
 
-    /// A one-line description of the lock word and queue, for hang reports.
+    /// A one-line description of the lock word and queue word, for hang
+    /// reports. Racy on purpose: it takes no lock, so a watchdog can call it
+    /// on a lock that is stuck.
     pub(crate) fn describe(&self) -> String {
-        let q = self.queue.lock();
+        let q = self.queue.debug_word();
         format!(
-            "state {:?}, {} queued, queue word {:#x}",
+            "state {:?}, queue {} (queue lock {}, {} spinner(s))",
             Decoded(self.state.load(Ordering::Relaxed)),
-            q.len(),
-            self.queue.debug_word() & 0b111
+            if q & !0b1111 == 0 { "empty" } else { "non-empty" },
+            if q & 1 != 0 { "held" } else { "free" },
+            (q >> 2) & 0b11,
         )
     }
+}
+
+/// The outcome of [`RawRwLock::retry_queued`].
+pub(crate) enum Retry {
+    /// The caller holds the lock; its node is unlinked.
+    Acquired,
+    /// The node waits again, asleep until a release wakes or grants it.
+    Waiting,
+    /// The node keeps the `WOKEN` token and its place; its thread should look
+    /// again within `due_in`, when it may demand a handoff.
+    Retained { due_in: Duration },
 }
 
 impl core::fmt::Debug for RawRwLock {

@@ -5,12 +5,14 @@ use core::fmt;
 use core::marker::PhantomData;
 use std::sync::Arc;
 
+use crate::acquire::coop::{Proceed, ReleaseOnDrop};
 use crate::acquire::{blocking, future::Acquire};
 use crate::config::MAX_READERS;
 use crate::error::TryLockError;
 use crate::guard::{Held, Holder, impl_guard_traits, nn, nn_mut};
 use crate::raw::RawRwLock;
 use crate::state::Kind;
+use crate::state::TOKIO_MAX_READS;
 
 /// An asynchronous reader-writer lock that threads can use too: a drop-in
 /// replacement for [`tokio::sync::RwLock`].
@@ -119,10 +121,11 @@ pub struct OwnedRwLockMappedWriteGuard<T: ?Sized, U: ?Sized = T> {
 
 // Guard auto traits, exactly as tokio's: they hold raw pointers, so each is
 // spelled out.
-// SAFETY (all below): a read guard gives `&T`, so sending it needs `T: Sync`;
-// a write guard gives `&mut T`, so it needs `T: Send + Sync` to move (the
-// lock may be shared) and the same to share. An owned guard may drop the
-// lock and its `T` wherever it is dropped, hence `T: Send + Sync` on it.
+
+// SAFETY: (this and all below) a read guard gives `&T`, so sending it needs
+// `T: Sync`; a write guard gives `&mut T`, so it needs `T: Send + Sync` to
+// move (the lock may be shared) and the same to share. An owned guard may
+// drop the lock and its `T` wherever it is dropped, hence `T: Send + Sync`.
 unsafe impl<T: ?Sized + Sync> Send for RwLockReadGuard<'_, T> {}
 // SAFETY: see above.
 unsafe impl<T: ?Sized + Send + Sync> Sync for RwLockReadGuard<'_, T> {}
@@ -149,7 +152,8 @@ unsafe impl<T: ?Sized + Send + Sync, U: ?Sized + Send + Sync> Sync for OwnedRwLo
 
 impl<T: ?Sized> RwLock<T> {
     /// Creates a new unlocked lock holding `value`, allowing up to
-    /// `u32::MAX >> 3` concurrent readers (tokio's limit).
+    /// `2^28 - 1` concurrent readers (tokio's default is `u32::MAX >> 3`;
+    /// either bound is far beyond any real program).
     ///
     /// # Examples
     ///
@@ -187,8 +191,8 @@ impl<T: ?Sized> RwLock<T> {
         T: Sized,
     {
         assert_ne!(max_reads, 0, "a RwLock may not be created with 0 readers");
-        assert!(max_reads <= MAX_READERS, "a RwLock may not be created with more than {MAX_READERS} readers");
-        RwLock { raw: RawRwLock::new(max_reads), c: UnsafeCell::new(value) }
+        assert!(max_reads <= TOKIO_MAX_READS, "a RwLock may not be created with more than {TOKIO_MAX_READS} readers");
+        RwLock { raw: RawRwLock::new(effective_max_readers(max_reads)), c: UnsafeCell::new(value) }
     }
 
     /// Creates a new unlocked lock in a `const` context, e.g. a `static`.
@@ -229,8 +233,8 @@ impl<T: ?Sized> RwLock<T> {
         T: Sized,
     {
         assert!(max_reads != 0, "a RwLock may not be created with 0 readers");
-        assert!(max_reads <= MAX_READERS, "a RwLock may not be created with more than u32::MAX >> 3 readers");
-        RwLock { raw: RawRwLock::new(max_reads), c: UnsafeCell::new(value) }
+        assert!(max_reads <= TOKIO_MAX_READS, "a RwLock may not be created with more than u32::MAX >> 3 readers");
+        RwLock { raw: RawRwLock::new(effective_max_readers(max_reads)), c: UnsafeCell::new(value) }
     }
 
     /// Locks this lock with shared read access, waiting until no writer
@@ -271,6 +275,15 @@ impl<T: ?Sized> RwLock<T> {
     /// # }
     /// ```
     pub async fn read(&self) -> RwLockReadGuard<'_, T> {
+        if self.raw.try_acquire(Kind::Read) {
+            // SAFETY: just acquired; a future dropped while it yields to the
+            // coop budget below releases the lock.
+            let held = unsafe { ReleaseOnDrop::new(&self.raw, Kind::Read) };
+            Proceed.await;
+            held.disarm();
+            // SAFETY: the lock is held, now on the guard's behalf.
+            return unsafe { RwLockReadGuard::new(self) };
+        }
         Acquire::new(&self.raw, Kind::Read).await;
         // SAFETY: the future completed, so we hold a read lock.
         unsafe { RwLockReadGuard::new(self) }
@@ -343,6 +356,15 @@ impl<T: ?Sized> RwLock<T> {
     /// # }
     /// ```
     pub async fn read_owned(self: Arc<Self>) -> OwnedRwLockReadGuard<T> {
+        if self.raw.try_acquire(Kind::Read) {
+            // SAFETY: just acquired; a future dropped while it yields to the
+            // coop budget below releases the lock.
+            let held = unsafe { ReleaseOnDrop::new(&self.raw, Kind::Read) };
+            Proceed.await;
+            held.disarm();
+            // SAFETY: the lock is held, now on the guard's behalf.
+            return unsafe { OwnedRwLockReadGuard::new(self) };
+        }
         Acquire::new(&self.raw, Kind::Read).await;
         // SAFETY: the future completed, so we hold a read lock.
         unsafe { OwnedRwLockReadGuard::new(self) }
@@ -421,6 +443,15 @@ impl<T: ?Sized> RwLock<T> {
     /// # }
     /// ```
     pub async fn write(&self) -> RwLockWriteGuard<'_, T> {
+        if self.raw.try_acquire(Kind::Write) {
+            // SAFETY: just acquired; a future dropped while it yields to the
+            // coop budget below releases the lock.
+            let held = unsafe { ReleaseOnDrop::new(&self.raw, Kind::Write) };
+            Proceed.await;
+            held.disarm();
+            // SAFETY: the lock is held, now on the guard's behalf.
+            return unsafe { RwLockWriteGuard::new(self) };
+        }
         Acquire::new(&self.raw, Kind::Write).await;
         // SAFETY: the future completed, so we hold the write lock.
         unsafe { RwLockWriteGuard::new(self) }
@@ -493,6 +524,15 @@ impl<T: ?Sized> RwLock<T> {
     /// # }
     /// ```
     pub async fn write_owned(self: Arc<Self>) -> OwnedRwLockWriteGuard<T> {
+        if self.raw.try_acquire(Kind::Write) {
+            // SAFETY: just acquired; a future dropped while it yields to the
+            // coop budget below releases the lock.
+            let held = unsafe { ReleaseOnDrop::new(&self.raw, Kind::Write) };
+            Proceed.await;
+            held.disarm();
+            // SAFETY: the lock is held, now on the guard's behalf.
+            return unsafe { OwnedRwLockWriteGuard::new(self) };
+        }
         Acquire::new(&self.raw, Kind::Write).await;
         // SAFETY: the future completed, so we hold the write lock.
         unsafe { OwnedRwLockWriteGuard::new(self) }
@@ -586,6 +626,22 @@ impl<T: ?Sized> RwLock<T> {
     #[inline]
     fn data(&self) -> *mut T {
         self.c.get()
+    }
+}
+
+/// tokio's accepted range is `1..=u32::MAX >> 3`; the lock word counts up to
+/// `2^28 - 1` readers (see the crate docs' differences from tokio).
+const fn effective_max_readers(max_reads: u32) -> u32 {
+    if max_reads > MAX_READERS { MAX_READERS } else { max_reads }
+}
+
+impl<T: ?Sized> RwLock<T> {
+    /// The raw lock word and queue state, decoded, for hang reports (the
+    /// torture and stress tests print it when a watchdog fires). Takes no
+    /// lock. Not part of the stable API.
+    #[doc(hidden)]
+    pub fn __describe(&self) -> String {
+        self.raw.describe()
     }
 }
 

@@ -1,22 +1,22 @@
 //! The lock word: layout, predicates and the acquisition policy.
 //!
-//! One `AtomicU32` holds everything an acquirer needs to decide, in one load,
-//! whether it may take the lock (rwsem's `count`):
+//! One `AtomicU32` holds everything an acquirer or a releaser needs to
+//! decide, in one load or one read-modify-write (rwsem's `count`):
 //!
 //! ```text
-//!  31                                              3   2   1   0
-//! +-------------------------------------------------+---+---+---+
-//! |              reader count (29 bits)             | H | W | X |
-//! +-------------------------------------------------+---+---+---+
+//!  31                                         4   3   2   1   0
+//! +--------------------------------------------+---+---+---+---+
+//! |           reader count (28 bits)           | K | H | W | X |
+//! +--------------------------------------------+---+---+---+---+
 //!   X  WRITER    a writer owns the lock
 //!   W  WAITERS   the wait queue is not empty
 //!   H  HANDOFF   the queue head demands the lock: nobody else may take it,
 //!                nobody spins, and the next release grants it to the head
+//!   K  WOKEN     a writer that is awake will take the lock next: the queue
+//!                head a release woke, or a writer spinning while nobody is
+//!                queued. New readers hold back, and a release need not
+//!                wake anyone
 //! ```
-//!
-//! The reader count has 29 bits, so the largest count is `u32::MAX >> 3`,
-//! which is exactly tokio's `MAX_READS`: every `max_readers` tokio accepts,
-//! the word can count.
 //!
 //! # Who changes what
 //!
@@ -24,9 +24,15 @@
 //!   taken (fast path, spinner, or a waiter under the queue lock), by one
 //!   `fetch_sub` when it is released, and under the queue lock when it is
 //!   granted to queued waiters.
-//! * `WAITERS` is set and cleared only under the queue lock, and it is set
-//!   exactly while the queue holds a node (Invariant 1).
-//! * `HANDOFF` is set and cleared only under the queue lock.
+//! * `WAITERS` and `HANDOFF` are set and cleared only under the queue lock.
+//! * `WOKEN` is a token: whoever sets it (by CAS from clear) owns it and must
+//!   give it up by taking the lock in the same CAS, by clearing it in a CAS
+//!   that checks the lock is still held (so the holder's release will wake
+//!   someone), or by clearing it and then dispatching if the lock is free.
+//!   Its owners are the (writer) queue head that a release woke, and a
+//!   writer spinner that took it while the queue was empty: like parking_lot
+//!   setting its writer bit before waiting for readers to drain, it stops new
+//!   readers from streaming in while the writer waits for the current ones.
 //!
 //! # Invariants
 //!
@@ -37,6 +43,8 @@
 //!    cancelled), so it is never left set without a head.
 //! 3. `WRITER` and a non-zero reader count are never set together.
 //! 4. The reader count never exceeds the lock's `max_readers`.
+//! 5. `WOKEN` has exactly one owner while set, and the owner is running or
+//!    will run (a woken head, a spinner, or a head sleeping with a deadline).
 //!
 //! # Why a release never loses a waiter
 //!
@@ -45,7 +53,18 @@
 //! read-modify-write that returns the previous word. Both act on this one
 //! word, so one is ordered first: either the release sees `WAITERS` and takes
 //! the queue lock (where the node is already linked), or the waiter's CAS
-//! fails on the released word and it retries instead of sleeping.
+//! fails on the released word and it retries instead of sleeping. A release
+//! that skips the queue because it saw `WOKEN` is covered by the token rule:
+//! the owner either takes the lock or gives the token up in an RMW that comes
+//! after that release and so sees the lock free.
+//!
+//! # The reader limit
+//!
+//! The count has 28 bits, so at most `2^28 - 1` (268,435,455) readers hold
+//! the lock at once. tokio's `with_max_readers` accepts up to `u32::MAX >> 3`
+//! (`2^29 - 1`); this crate accepts the same range and caps the effective
+//! limit at `2^28 - 1`, a difference no program can reach (it would need
+//! more than 4 GiB of live read guards).
 
 /// A writer owns the lock.
 pub(crate) const WRITER: u32 = 1 << 0;
@@ -53,16 +72,21 @@ pub(crate) const WRITER: u32 = 1 << 0;
 pub(crate) const WAITERS: u32 = 1 << 1;
 /// The queue head demands the lock; no barging, no spinning (Invariant 2).
 pub(crate) const HANDOFF: u32 = 1 << 2;
+/// Someone awake will compete for the lock; releases need not wake anyone.
+pub(crate) const WOKEN: u32 = 1 << 3;
 /// Bit position of the reader count.
-pub(crate) const READER_SHIFT: u32 = 3;
+pub(crate) const READER_SHIFT: u32 = 4;
 /// One reader, as an increment of the word.
 pub(crate) const ONE_READER: u32 = 1 << READER_SHIFT;
 /// The reader count field.
 pub(crate) const READERS_MASK: u32 = !(ONE_READER - 1);
-/// The largest reader count the word holds (tokio's `MAX_READS`).
+/// The largest reader count the word holds.
 pub(crate) const MAX_READERS: u32 = u32::MAX >> READER_SHIFT;
+/// The largest `max_readers` tokio accepts (its `MAX_READS`); larger values
+/// panic, smaller ones are honoured up to [`MAX_READERS`].
+pub(crate) const TOKIO_MAX_READS: u32 = u32::MAX >> 3;
 
-const FLAGS: [u32; 3] = [WRITER, WAITERS, HANDOFF];
+const FLAGS: [u32; 4] = [WRITER, WAITERS, HANDOFF, WOKEN];
 const _: () = {
     // Each flag is a single bit, and no two fields overlap.
     let mut i = 0;
@@ -77,9 +101,9 @@ const _: () = {
         i += 1;
     }
     // The fields cover the whole word.
-    assert!(WRITER | WAITERS | HANDOFF | READERS_MASK == u32::MAX);
+    assert!(WRITER | WAITERS | HANDOFF | WOKEN | READERS_MASK == u32::MAX);
     assert!(READERS_MASK >> READER_SHIFT == MAX_READERS);
-    assert!(MAX_READERS == u32::MAX >> 3);
+    assert!(MAX_READERS < TOKIO_MAX_READS);
 };
 
 /// What an acquirer wants.
@@ -121,11 +145,25 @@ pub(crate) const fn has_handoff(s: u32) -> bool {
     s & HANDOFF != 0
 }
 
-/// The uncontended read path: nobody writes, nobody waits, room for one more
-/// reader. A queued writer (`WAITERS`) therefore blocks new readers.
+/// Someone awake holds the `WOKEN` token.
+#[inline]
+pub(crate) const fn has_woken(s: u32) -> bool {
+    s & WOKEN != 0
+}
+
+/// Whether a release that left the word as `s` must dispatch: someone is
+/// queued and nobody awake is coming for the lock.
+#[inline]
+pub(crate) const fn needs_wakeup(s: u32) -> bool {
+    s & (WAITERS | WOKEN) == WAITERS
+}
+
+/// The uncontended read path: nobody writes, nobody waits, no writer is
+/// about to, and there is room for one more reader. A queued or spinning
+/// writer therefore blocks new readers.
 #[inline]
 pub(crate) const fn can_read_fast(s: u32, max_readers: u32) -> bool {
-    s & (WRITER | WAITERS | HANDOFF) == 0 && reader_count(s) < max_readers
+    s & (WRITER | WAITERS | HANDOFF | WOKEN) == 0 && reader_count(s) < max_readers
 }
 
 /// Whether an acquirer that is *not* in the queue (a newcomer or a spinner)
@@ -133,18 +171,17 @@ pub(crate) const fn can_read_fast(s: u32, max_readers: u32) -> bool {
 ///
 /// * Never while `HANDOFF` is set: the head has waited long enough.
 /// * Under `fair`, never while anyone is queued: strict FIFO.
-/// * Otherwise a writer may take any unlocked word (barging past a woken
-///   head), and a reader may join other readers only when nobody is queued,
-///   since a queued waiter behind readers is a writer (rwsem's rule: readers
-///   do not steal from a reader-owned lock with waiters).
+/// * A reader never passes queued waiters (rwsem's read fast path refuses
+///   `WAITERS` too): a queued writer blocks new readers, and readers queued
+///   behind it are granted together when their turn comes.
+/// * A writer may take any unlocked word, ahead of a head that was woken but
+///   has not run yet: that is the barging that keeps a contended lock busy
+///   instead of idle for a wakeup's latency.
 #[inline]
 pub(crate) const fn may_barge(kind: Kind, s: u32, max_readers: u32, fair: bool) -> bool {
-    if has_handoff(s) || (fair && has_waiters(s)) {
-        return false;
-    }
     match kind {
-        Kind::Write => is_unlocked(s),
-        Kind::Read => !is_write_locked(s) && reader_count(s) < max_readers && (reader_count(s) == 0 || !has_waiters(s)),
+        Kind::Read => can_read_fast(s, max_readers),
+        Kind::Write => is_unlocked(s) && !has_handoff(s) && !(fair && has_waiters(s)),
     }
 }
 
@@ -185,6 +222,9 @@ impl core::fmt::Debug for Decoded {
         if has_handoff(s) {
             f.write_str(", handoff")?;
         }
+        if has_woken(s) {
+            f.write_str(", woken")?;
+        }
         f.write_str(")")
     }
 }
@@ -199,8 +239,9 @@ mod tests {
     #[test]
     fn reader_field() {
         assert_eq!(reader_count(0), 0);
-        assert_eq!(reader_count(ONE_READER * 7 | WAITERS), 7);
+        assert_eq!(reader_count((ONE_READER * 7) | WAITERS), 7);
         assert_eq!(reader_count(u32::MAX), MAX_READERS);
+        assert_eq!(MAX_READERS, (1 << 28) - 1);
         assert!(is_unlocked(WAITERS | HANDOFF));
         assert!(!is_unlocked(ONE_READER));
         assert!(!is_unlocked(WRITER));
@@ -213,6 +254,7 @@ mod tests {
         assert!(!can_read_fast(WRITER, MAX));
         assert!(!can_read_fast(ONE_READER | WAITERS, MAX));
         assert!(!can_read_fast(HANDOFF | WAITERS, MAX));
+        assert!(!can_read_fast(ONE_READER | WOKEN, MAX), "a writer is about to take it");
         assert!(!can_read_fast(2 * ONE_READER, 2));
         assert!(can_read_fast(ONE_READER, 2));
     }
@@ -228,10 +270,11 @@ mod tests {
             assert!(!may_barge(Write, ONE_READER, MAX, fair));
             assert!(!may_barge(Read, WRITER, MAX, fair));
         }
-        // A free word with a woken head: default barges, fair queues.
-        assert!(may_barge(Write, WAITERS, MAX, false));
-        assert!(may_barge(Read, WAITERS, MAX, false));
-        assert!(!may_barge(Write, WAITERS, MAX, true));
+        // A free word with a woken head: a writer barges by default, and
+        // queues under fair; a reader never passes queued waiters.
+        assert!(may_barge(Write, WAITERS | WOKEN, MAX, false));
+        assert!(!may_barge(Write, WAITERS | WOKEN, MAX, true));
+        assert!(!may_barge(Read, WAITERS, MAX, false));
         assert!(!may_barge(Read, WAITERS, MAX, true));
         // Readers never join readers past a queued writer.
         assert!(!may_barge(Read, ONE_READER | WAITERS, MAX, false));
@@ -240,18 +283,28 @@ mod tests {
     }
 
     #[test]
+    fn wakeups() {
+        assert!(needs_wakeup(WAITERS));
+        assert!(needs_wakeup(WAITERS | HANDOFF | ONE_READER));
+        assert!(!needs_wakeup(WAITERS | WOKEN));
+        assert!(!needs_wakeup(WAITERS | WOKEN | HANDOFF));
+        assert!(!needs_wakeup(0));
+        assert!(has_woken(WOKEN | WAITERS));
+    }
+
+    #[test]
     fn head_ignores_handoff_but_not_owners() {
         assert!(head_may_take(Write, WAITERS | HANDOFF, MAX));
         assert!(head_may_take(Read, WAITERS | HANDOFF | ONE_READER, MAX));
         assert!(!head_may_take(Write, WAITERS | ONE_READER, MAX));
         assert!(!head_may_take(Read, WAITERS | WRITER, MAX));
-        assert!(!head_may_take(Read, WAITERS | 2 * ONE_READER, 2));
+        assert!(!head_may_take(Read, WAITERS | (2 * ONE_READER), 2));
     }
 
     #[test]
     fn owners() {
         assert_eq!(with_owner(Write, WAITERS), WAITERS | WRITER);
-        assert_eq!(with_owner(Read, ONE_READER | WAITERS), 2 * ONE_READER | WAITERS);
+        assert_eq!(with_owner(Read, ONE_READER | WAITERS), (2 * ONE_READER) | WAITERS);
         // Downgrade arithmetic: adding ONE_READER - WRITER turns the writer
         // into one reader and keeps the flags.
         let w = WRITER | WAITERS | HANDOFF;
@@ -260,7 +313,7 @@ mod tests {
 
     #[test]
     fn decoded() {
-        let d = format!("{:?}", Decoded(2 * ONE_READER | WAITERS | HANDOFF));
+        let d = format!("{:?}", Decoded((2 * ONE_READER) | WAITERS | HANDOFF));
         assert!(d.contains("2 readers, waiters, handoff"), "{d}");
         let d = format!("{:?}", Decoded(WRITER));
         assert!(d.contains("write-locked"), "{d}");

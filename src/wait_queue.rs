@@ -5,14 +5,15 @@
 //! The queue is a single `usize` next to the lock word:
 //!
 //! ```text
-//!  63                                           3     2        1         0
+//!  63                                           4    3-2       1         0
 //! +----------------------------------------------+---------+---------+---------+
-//! |        pointer to the head Waiter            | SPINNER | QPARKED | QLOCKED |
+//! |        pointer to the head Waiter            | SPINNERS| QPARKED | QLOCKED |
 //! +----------------------------------------------+---------+---------+---------+
-//!   QLOCKED  the queue lock is held; only its holder reads or writes the list
-//!   QPARKED  threads are parked (parking_lot_core, keyed by this word's
-//!            address) waiting for the queue lock
-//!   SPINNER  an optimistic spinner is polling the lock word; others queue
+//!   QLOCKED   the queue lock is held; only its holder reads or writes the list
+//!   QPARKED   threads are parked (parking_lot_core, keyed by this word's
+//!             address) waiting for the queue lock
+//!   SPINNERS  (2 bits, bits 2-3) how many optimistic spinners poll the lock
+//!             word: at most two, everyone else queues at once
 //! ```
 //!
 //! Waiters are intrusive, pinned nodes ([`Waiter`]) living in the acquiring
@@ -46,20 +47,31 @@ use crate::state::Kind;
 
 const QLOCKED: usize = 1 << 0;
 const QPARKED: usize = 1 << 1;
-const SPINNER: usize = 1 << 2;
-const PTR_MASK: usize = !(QLOCKED | QPARKED | SPINNER);
-const _: () = assert!(align_of::<Waiter>() > (QLOCKED | QPARKED | SPINNER));
+const ONE_SPINNER: usize = 1 << 2;
+const SPINNERS: usize = 3 << 2;
+/// At most this many spinners per lock (the kernel's osq admits one; the
+/// second slot lets a reader wait out a spinning writer's short section).
+const MAX_SPINNERS: usize = 2;
+const PTR_MASK: usize = !(QLOCKED | QPARKED | SPINNERS);
+const _: () = assert!(align_of::<Waiter>() > (QLOCKED | QPARKED | SPINNERS));
+const _: () = assert!(MAX_SPINNERS * ONE_SPINNER <= SPINNERS);
 
 /// The node is not in a queue and owns nothing.
 pub(crate) const IDLE: u8 = 0;
 /// The node is queued and its owner sleeps.
 pub(crate) const WAITING: u8 = 1;
-/// The node is queued (still the head) and its owner was woken to compete
-/// for the lock again; it returns to `WAITING` if it loses.
-pub(crate) const WOKEN: u8 = 2;
+/// The node is queued (the head) and its owner was woken to compete for the
+/// lock again, holding the lock word's `WOKEN` token; it returns to
+/// `WAITING` if it loses and gives the token back.
+pub(crate) const RETRY: u8 = 2;
 /// The node was unlinked and the lock was taken on its behalf: its owner now
 /// holds the lock, whether or not it has noticed yet.
 pub(crate) const GRANTED: u8 = 3;
+/// A reader that was at the head when a release woke the run of readers
+/// there: unlinked, owning nothing, and licensed to take a read lock that is
+/// not write-locked even past queued waiters (it was ahead of them). If a
+/// writer barged in first, it goes back to the front of the queue.
+pub(crate) const LICENSED: u8 = 4;
 
 /// Whoever must be told that a node changed state.
 pub(crate) enum Task {
@@ -89,7 +101,7 @@ struct Links {
 
 /// One queued acquisition, embedded in an acquiring future or on the stack
 /// of a blocked thread.
-#[repr(align(8))]
+#[repr(align(16))]
 pub(crate) struct Waiter {
     /// # Safety
     /// Only under the queue lock (Invariant 3).
@@ -105,8 +117,9 @@ pub(crate) struct Waiter {
     /// # Safety
     /// As `task`.
     since: UnsafeCell<Option<Instant>>,
-    /// [`IDLE`], [`WAITING`], [`WOKEN`] or [`GRANTED`]. Written under the
-    /// queue lock, except `GRANTED -> IDLE` by the owner of an unlinked node;
+    /// [`IDLE`], [`WAITING`], [`RETRY`], [`GRANTED`] or [`LICENSED`]. Written under the
+    /// queue lock, except `GRANTED`/`LICENSED -> IDLE` by the owner of an
+    /// unlinked node;
     /// read without the lock by the owner.
     state: AtomicU8,
     /// What the owner wants.
@@ -142,13 +155,21 @@ impl Waiter {
         self.state.load(Ordering::Acquire)
     }
 
-    /// Marks a granted node as consumed by its owner.
+    /// The node's state, for a reader that holds the queue lock (which
+    /// orders it with every writer).
+    #[inline]
+    pub(crate) fn state_relaxed(&self) -> u8 {
+        self.state.load(Ordering::Relaxed)
+    }
+
+    /// Marks a granted or licensed node as consumed by its owner.
     ///
     /// # Safety
-    /// The caller owns the node and it is `GRANTED` (hence unlinked).
+    /// The caller owns the node and it is `GRANTED` or `LICENSED` (hence
+    /// unlinked).
     #[inline]
     pub(crate) unsafe fn consume_grant(&self) {
-        debug_assert_eq!(self.state(), GRANTED);
+        debug_assert!(matches!(self.state(), GRANTED | LICENSED));
         // Relaxed: nobody else refers to an unlinked node.
         self.state.store(IDLE, Ordering::Relaxed);
     }
@@ -184,6 +205,15 @@ impl Waiter {
         self.task.with_mut(|t| unsafe { (*t).take() })
     }
 
+    /// How long the node has waited since it first queued.
+    ///
+    /// # Safety
+    /// Under the queue lock.
+    pub(crate) unsafe fn waited(&self, now: Instant) -> core::time::Duration {
+        // SAFETY: the caller holds the queue lock (Invariant 3).
+        self.since.with(|s| unsafe { *s }.map_or(core::time::Duration::ZERO, |t| now.saturating_duration_since(t)))
+    }
+
     /// Whether the node has waited at least `timeout_ns` since it queued.
     ///
     /// # Safety
@@ -202,12 +232,12 @@ impl Waiter {
     /// Under the queue lock; for `GRANTED`, as the last access to the node.
     #[inline]
     unsafe fn set_state(&self, state: u8) {
-        // Release: a `GRANTED` or `WOKEN` owner that reads this with Acquire
+        // Release: a `GRANTED` or `RETRY` owner that reads this with Acquire
         // sees every write made before it (the lock word, the unlink).
         self.state.store(state, Ordering::Release);
     }
 
-    /// Sends a woken node back to sleep with a fresh task.
+    /// Sends a `RETRY` node back to sleep with a fresh task.
     ///
     /// # Safety
     /// Under the queue lock, on a linked node of the caller's.
@@ -315,8 +345,8 @@ impl WaitQueue {
                 return self.unlock_and_unpark(head);
             }
             // Release: publishes the list edits to the next holder. Only
-            // SPINNER and QPARKED can change under us, hence the loop.
-            match self.word.compare_exchange_weak(w, head | (w & SPINNER), Ordering::Release, Ordering::Relaxed) {
+            // SPINNERS and QPARKED can change under us, hence the loop.
+            match self.word.compare_exchange_weak(w, head | (w & SPINNERS), Ordering::Release, Ordering::Relaxed) {
                 Ok(_) => return,
                 Err(actual) => w = actual,
             }
@@ -335,7 +365,7 @@ impl WaitQueue {
             let parked = if result.have_more_threads { QPARKED } else { 0 };
             let mut w = self.word.load(Ordering::Relaxed);
             while let Err(actual) =
-                self.word.compare_exchange_weak(w, head | (w & SPINNER) | parked, Ordering::Release, Ordering::Relaxed)
+                self.word.compare_exchange_weak(w, head | (w & SPINNERS) | parked, Ordering::Release, Ordering::Relaxed)
             {
                 w = actual;
             }
@@ -353,21 +383,29 @@ impl WaitQueue {
         unreachable!("QPARKED is never set under the model")
     }
 
-    /// Claims the one optimistic-spinner slot of this lock.
+    /// Claims one of the lock's spinner slots, if one is free.
     #[inline]
     pub(crate) fn try_claim_spinner(&self) -> bool {
-        // Relaxed: the slot is an admission heuristic and guards no data.
-        self.word.load(Ordering::Relaxed) & SPINNER == 0
-            && self.word.fetch_or(SPINNER, Ordering::Relaxed) & SPINNER == 0
+        let mut w = self.word.load(Ordering::Relaxed);
+        loop {
+            if (w & SPINNERS) / ONE_SPINNER >= MAX_SPINNERS {
+                return false;
+            }
+            // Relaxed: the slots are an admission heuristic and guard no data.
+            match self.word.compare_exchange_weak(w, w + ONE_SPINNER, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => return true,
+                Err(actual) => w = actual,
+            }
+        }
     }
 
-    /// Gives the spinner slot back.
+    /// Gives a spinner slot back.
     #[inline]
     pub(crate) fn release_spinner(&self) {
-        self.word.fetch_and(!SPINNER, Ordering::Relaxed);
+        self.word.fetch_sub(ONE_SPINNER, Ordering::Relaxed);
     }
 
-    /// A racy look at whether anyone is queued, for diagnostics.
+    /// A racy read of the queue word, for hang reports.
     pub(crate) fn debug_word(&self) -> usize {
         self.word.load(Ordering::Relaxed)
     }
@@ -490,18 +528,68 @@ impl QueueGuard<'_> {
         }
     }
 
-    /// Tells the head to compete for the lock again, unless it already was.
+    /// Tells the head to compete for the lock again, handing it the `WOKEN`
+    /// token the caller just took.
     pub(crate) fn wake_head(&mut self, wakes: &mut WakeList) {
         if let Some(head) = self.head() {
-            if head.state.load(Ordering::Relaxed) == WAITING {
-                // SAFETY: under the queue lock.
-                unsafe {
-                    if let Some(task) = head.take_task() {
-                        wakes.push(task);
-                    }
-                    head.set_state(WOKEN);
+            debug_assert_eq!(head.state.load(Ordering::Relaxed), WAITING, "the token had no owner");
+            // SAFETY: under the queue lock.
+            unsafe {
+                if let Some(task) = head.take_task() {
+                    wakes.push(task);
                 }
+                head.set_state(RETRY);
             }
+        }
+    }
+
+    /// Wakes the run of readers at the head (as many as `room` allows and
+    /// the wake list holds): unlinks them and licenses them to take the
+    /// lock whenever it is not write-locked. Returns how many.
+    pub(crate) fn wake_readers(&mut self, room: u32, wakes: &mut WakeList) -> u32 {
+        let mut n = 0;
+        while let Some(head) = self.head() {
+            if head.kind != Kind::Read || n == room || wakes.room() == 0 {
+                break;
+            }
+            let head = head as *const Waiter;
+            // SAFETY: under the queue lock; `head` is linked. After
+            // LICENSED is stored the owner may free the node: last access.
+            unsafe {
+                let node = &*head;
+                self.remove(node);
+                if let Some(task) = node.take_task() {
+                    wakes.push(task);
+                }
+                node.set_state(LICENSED);
+            }
+            n += 1;
+        }
+        n
+    }
+
+    /// Puts the caller's node back at the front of the queue, as `WAITING`
+    /// with `task` (a licensed reader that a writer beat to the lock keeps
+    /// its place ahead of everyone who queued after it).
+    ///
+    /// # Safety
+    /// As [`push_back`](Self::push_back).
+    pub(crate) unsafe fn push_front(&mut self, node: &Waiter, task: Task) {
+        let me = node as *const Waiter;
+        // SAFETY: under the queue lock; the node is the caller's and unlinked;
+        // linked nodes are alive (Invariant 2).
+        unsafe {
+            node.task.with_mut(|t| *t = Some(task));
+            match self.head.as_ref() {
+                Some(head) => {
+                    let tail = head.links.with(|l| (*l).prev);
+                    node.links.with_mut(|l| *l = Links { prev: tail, next: self.head });
+                    head.links.with_mut(|l| (*l).prev = me);
+                }
+                None => node.links.with_mut(|l| *l = Links { prev: me, next: ptr::null() }),
+            }
+            self.head = me;
+            node.set_state(WAITING);
         }
     }
 
@@ -527,18 +615,6 @@ impl QueueGuard<'_> {
     pub(crate) unsafe fn cancel(&mut self, node: &Waiter) -> Option<Task> {
         // SAFETY: forwarded.
         unsafe { self.remove_acquired(node) }
-    }
-
-    /// The number of queued nodes, for diagnostics.
-    pub(crate) fn len(&self) -> usize {
-        let mut n = 0;
-        let mut cur = self.head();
-        while let Some(node) = cur {
-            n += 1;
-            // SAFETY: `node` is linked in this queue.
-            cur = unsafe { self.next(node) };
-        }
-        n
     }
 }
 

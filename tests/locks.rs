@@ -6,14 +6,18 @@
 //! Futures are polled by hand (`tokio_test::task::spawn`), so each test pins
 //! down one interleaving exactly.
 
+#![allow(clippy::assertions_on_constants)]
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::{Context, Wake, Waker};
 
 use hybrid_sync::{Mutex, MutexGuard, RwLock, RwLockWriteGuard};
 use tokio_test::task::spawn;
 use tokio_test::{assert_pending, assert_ready};
 
+// Fairness-dependent branches read this at run time (the tests run in both
+// modes), hence clippy's constant-assertion lint is allowed below.
 const FAIR: bool = cfg!(feature = "fair");
 
 #[test]
@@ -75,7 +79,7 @@ fn a_queued_writer_blocks_new_readers_but_not_the_held_ones() {
     assert!(!r2.is_woken());
     drop(g);
     assert!(r2.is_woken());
-    assert_ready!(r2.poll());
+    let _guard = assert_ready!(r2.poll());
 }
 
 /// By default a release wakes the queued writer to compete instead of handing
@@ -96,11 +100,11 @@ fn release_wakes_head_to_compete_or_hands_off_under_fair() {
             assert_pending!(head.poll());
             drop(barger);
             assert!(head.is_woken());
-            assert_ready!(head.poll());
+            let _guard = assert_ready!(head.poll());
         }
         Err(_) => {
             assert!(FAIR, "the default lets a newcomer take a free lock");
-            assert_ready!(head.poll());
+            let _guard = assert_ready!(head.poll());
         }
     }
 }
@@ -115,7 +119,7 @@ fn max_readers_queues_the_extra_reader_and_admits_it_on_release() {
     assert_pending!(r3.poll());
     drop(r1);
     assert!(r3.is_woken());
-    assert_ready!(r3.poll());
+    let _guard = assert_ready!(r3.poll());
 }
 
 #[test]
@@ -143,7 +147,7 @@ fn downgrade_admits_readers_and_keeps_writers_out() {
     assert!(!w2.is_woken());
     drop(rg);
     assert!(w2.is_woken());
-    assert_ready!(w2.poll());
+    let _guard = assert_ready!(w2.poll());
 }
 
 /// tokio#2941: a downgraded guard was released twice. After downgrade and
@@ -189,7 +193,7 @@ fn dropping_a_queued_non_head_changes_nothing() {
     drop(b);
     drop(g);
     assert!(a.is_woken());
-    assert_ready!(a.poll());
+    let _guard = assert_ready!(a.poll());
 }
 
 /// A writer woken to compete, then dropped before it ran: the wakeup must
@@ -206,7 +210,7 @@ fn dropping_a_woken_head_passes_the_wakeup_on() {
     assert!(a.is_woken());
     drop(a);
     assert!(b.is_woken());
-    assert_ready!(b.poll());
+    let _guard = assert_ready!(b.poll());
 }
 
 /// A reader granted the lock (readers are always granted directly) and
@@ -238,8 +242,8 @@ fn cancelled_head_writer_lets_readers_behind_in() {
     assert_pending!(r3.poll());
     drop(w);
     assert!(r2.is_woken() && r3.is_woken());
-    assert_ready!(r2.poll());
-    assert_ready!(r3.poll());
+    let _guard = assert_ready!(r2.poll());
+    let _guard = assert_ready!(r3.poll());
 }
 
 // --- wakers ------------------------------------------------------------------
@@ -313,13 +317,13 @@ fn two_pending_futures_on_one_task() {
         assert_pending!(a.poll());
         drop(b);
         assert!(a.is_woken());
-        assert_ready!(a.poll());
+        let _guard = assert_ready!(a.poll());
     } else {
         let ga = assert_ready!(a.poll());
         assert_pending!(b.poll());
         drop(ga);
         assert!(b.is_woken());
-        assert_ready!(b.poll());
+        let _guard = assert_ready!(b.poll());
     }
 }
 
@@ -496,5 +500,5 @@ async fn a_task_that_panics_holding_a_guard_releases_it() {
     .await;
     assert!(res.is_err());
     assert!(waiter.is_woken());
-    assert_ready!(waiter.poll());
+    let _guard = assert_ready!(waiter.poll());
 }

@@ -100,7 +100,7 @@ fn rwlock_threads_and_tasks_oversubscribed() {
     let writes = Arc::new(AtomicU64::new(0));
     {
         let lock = lock.clone();
-        watchdog(shadow.clone(), done.clone(), move || format!("{lock:?}"));
+        watchdog(shadow.clone(), done.clone(), move || lock.__describe());
     }
     let deadline = Instant::now() + Duration::from_secs_f64(secs());
 
@@ -261,7 +261,7 @@ fn mutex_count_is_exact_under_oversubscription() {
     let done = Arc::new(AtomicBool::new(false));
     {
         let m = m.clone();
-        watchdog(shadow.clone(), done.clone(), move || format!("{m:?}"));
+        watchdog(shadow.clone(), done.clone(), move || m.__describe());
     }
     let per = 20_000u64;
     let threads: Vec<_> = (0..16)

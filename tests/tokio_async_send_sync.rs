@@ -1,6 +1,7 @@
-// Ported from tokio 1.54.1 tests/async_send_sync.rs (MIT licence, (c) Tokio Contributors):
-// the compile-time Send/Sync/Unpin table, lock rows only, with `tokio::sync` swapped
-// for `hybrid_sync`. A row that does not hold fails to compile.
+//! Ported from tokio 1.54.1 tests/async_send_sync.rs (MIT licence, (c) Tokio Contributors):
+//! the compile-time Send/Sync/Unpin table, lock rows only, with `tokio::sync` swapped
+//! for `hybrid_sync`. A row that does not hold fails to compile.
+#![allow(dead_code, clippy::all)]
 #![warn(rust_2018_idioms)]
 #![allow(clippy::type_complexity, clippy::diverging_sub_expression)]
 use std::cell::Cell;

@@ -1,8 +1,8 @@
-// Ported from tokio 1.54.1 tests/sync_mutex_owned.rs (MIT licence, (c) Tokio Contributors) with
-// the import swapped from `tokio::sync` to `hybrid_sync`: the drop-in check of
-// this crate. Tests that assert strict FIFO order are marked with the
-// `fifo_only` cfg below; they run under `--features fair` and are listed in
-// the README's differences from tokio.
+//! Ported from tokio 1.54.1 tests/sync_mutex_owned.rs (MIT licence, (c) Tokio Contributors) with
+//! the import swapped from `tokio::sync` to `hybrid_sync`: the drop-in check of
+//! this crate. Tests that assert strict FIFO order are marked with the
+//! `fifo_only` cfg below; they run under `--features fair` and are listed in
+//! the README's differences from tokio.
 #![warn(rust_2018_idioms)]
 
 #[cfg(all(target_family = "wasm", target_os = "unknown"))]

@@ -1,6 +1,6 @@
-// Ported from tokio 1.54.1 tests/sync_panic.rs (MIT licence, (c) Tokio Contributors):
-// the lock tests, with the import swapped from `tokio::sync` to `hybrid_sync`.
-// Each checks that a panic is reported at the caller's line, not inside the crate.
+//! Ported from tokio 1.54.1 tests/sync_panic.rs (MIT licence, (c) Tokio Contributors):
+//! the lock tests, with the import swapped from `tokio::sync` to `hybrid_sync`.
+//! Each checks that a panic is reported at the caller's line, not inside the crate.
 #![warn(rust_2018_idioms)]
 #![cfg(panic = "unwind")]
 
@@ -29,7 +29,6 @@ fn mutex_blocking_lock_panic_caller() -> Result<(), Box<dyn Error>> {
     Ok(())
 }
 
-#[test]
 #[test]
 fn rwlock_with_max_readers_panic_caller() -> Result<(), Box<dyn Error>> {
     let panic_location_file = test_panic(|| {

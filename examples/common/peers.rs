@@ -22,6 +22,10 @@ pub trait Peer: Send + Sync + 'static {
     fn write<'a>(&'a self, f: impl FnOnce(&mut u64) -> u64 + Send + 'a) -> impl Future<Output = u64> + Send + 'a;
     fn blocking_read(&self, f: impl FnOnce(&u64) -> u64) -> u64;
     fn blocking_write(&self, f: impl FnOnce(&mut u64) -> u64) -> u64;
+    /// `n` uncontended acquire+release pairs in one task, calling the lock's
+    /// API directly (no closure or extra future in between, which would
+    /// cost async peers a layer that blocking peers do not pay).
+    fn uncontended(&self, rt: &tokio::runtime::Runtime, n: u64, write: bool);
 }
 
 macro_rules! async_rwlock_peer {
@@ -36,7 +40,10 @@ macro_rules! async_rwlock_peer {
             fn read<'a>(&'a self, f: impl FnOnce(&u64) -> u64 + Send + 'a) -> impl Future<Output = u64> + Send + 'a {
                 async move { f(&*self.0.$read().await) }
             }
-            fn write<'a>(&'a self, f: impl FnOnce(&mut u64) -> u64 + Send + 'a) -> impl Future<Output = u64> + Send + 'a {
+            fn write<'a>(
+                &'a self,
+                f: impl FnOnce(&mut u64) -> u64 + Send + 'a,
+            ) -> impl Future<Output = u64> + Send + 'a {
                 async move { f(&mut *self.0.$write().await) }
             }
             fn blocking_read(&self, f: impl FnOnce(&u64) -> u64) -> u64 {
@@ -44,6 +51,19 @@ macro_rules! async_rwlock_peer {
             }
             fn blocking_write(&self, f: impl FnOnce(&mut u64) -> u64) -> u64 {
                 f(&mut *self.0.$bwrite())
+            }
+            fn uncontended(&self, rt: &tokio::runtime::Runtime, n: u64, write: bool) {
+                rt.block_on(async {
+                    if write {
+                        for _ in 0..n {
+                            *self.0.$write().await += 1;
+                        }
+                    } else {
+                        for _ in 0..n {
+                            std::hint::black_box(*self.0.$read().await);
+                        }
+                    }
+                })
             }
         }
     };
@@ -62,7 +82,10 @@ macro_rules! blocking_peer {
                 let r = self.blocking_read(f);
                 async move { r }
             }
-            fn write<'a>(&'a self, f: impl FnOnce(&mut u64) -> u64 + Send + 'a) -> impl Future<Output = u64> + Send + 'a {
+            fn write<'a>(
+                &'a self,
+                f: impl FnOnce(&mut u64) -> u64 + Send + 'a,
+            ) -> impl Future<Output = u64> + Send + 'a {
                 let r = self.blocking_write(f);
                 async move { r }
             }
@@ -73,6 +96,21 @@ macro_rules! blocking_peer {
             fn blocking_write(&self, f: impl FnOnce(&mut u64) -> u64) -> u64 {
                 let $l2 = &self.0;
                 f(&mut *$write)
+            }
+            fn uncontended(&self, rt: &tokio::runtime::Runtime, n: u64, write: bool) {
+                rt.block_on(async {
+                    if write {
+                        for _ in 0..n {
+                            let $l2 = &self.0;
+                            *$write += 1;
+                        }
+                    } else {
+                        for _ in 0..n {
+                            let $l = &self.0;
+                            std::hint::black_box(*$read);
+                        }
+                    }
+                })
             }
         }
     };

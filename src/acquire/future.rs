@@ -67,7 +67,7 @@ impl Future for Acquire<'_> {
                     return Poll::Pending;
                 }
             }
-            Phase::Queued => ready!(this.lock.poll_queued(&this.node, cx.waker())),
+            Phase::Queued => ready!(this.lock.poll_queued(&this.node, cx.waker(), spin_limit())),
             Phase::Held => {}
             Phase::Done => panic!("lock future polled after completion"),
         }

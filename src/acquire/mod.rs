@@ -4,4 +4,5 @@
 //! one FIFO, the same handoff and the same cancellation rules.
 
 pub(crate) mod blocking;
+pub(crate) mod coop;
 pub(crate) mod future;

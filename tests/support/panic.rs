@@ -1,3 +1,4 @@
+//! Helper: runs a closure and reports the file of the location it panicked at.
 use std::panic;
 use std::sync::{Arc, Mutex};
 

@@ -11,45 +11,52 @@
 //! # How an acquisition proceeds
 //!
 //! ```text
-//!  lock()/blocking_lock()
+//!  lock() / blocking_lock()
 //!      │
-//!      ├─ uncontended: one compare-and-swap ─────────────────────────► held
+//!      ├─ uncontended: one compare-and-swap ───────────────────────────► held
 //!      │
-//!      ├─ spin: at most one spinner per lock polls the lock word, with a
-//!      │   pause learned per lock address; it keeps going only while the
-//!      │   owner makes visible progress, never past about one park/unpark
-//!      │   round trip, and stops the moment the handoff bit is set ───► held
+//!      ├─ spin: at most two spinners per lock poll the lock word, pausing
+//!      │   between polls for a delay learned per lock address; they go on
+//!      │   only while the owner makes visible progress, never past about one
+//!      │   park/unpark round trip, and stop the moment HANDOFF is set ───► held
 //!      │
 //!      ├─ queue: under the queue lock, take the lock if the policy allows
-//!      │   (no handoff pending), else append to the FIFO ──────────────► held
+//!      │   (no handoff pending; readers never pass queued waiters), else
+//!      │   append to the one FIFO of threads and tasks ──────────────────► held
 //!      │
 //!      └─ wait: a thread parks, a task returns Pending with its waker queued
 //!           │
-//!           ├─ an unlock grants the lock directly (readers at the head
-//!           │   together; under `fair`, everyone) ─────────────────────► held
-//!           └─ an unlock wakes the head to compete with newcomers; a head
-//!               passed over for longer than the handoff timeout sets the
-//!               handoff bit: spinners leave, newcomers queue, and the next
-//!               unlock hands the lock straight to it ───────────────────► held
+//!           ├─ a release wakes the head to compete with running threads:
+//!           │   a writer takes the WOKEN token and spins for the lock, a run
+//!           │   of readers is unlinked and let in together ──────────────► held
+//!           └─ once the head has waited past the handoff timeout it sets
+//!               HANDOFF: spinners leave, newcomers queue, and the next
+//!               release grants the lock straight to it ──────────────────► held
 //! ```
 //!
 //! Letting a running thread take a free lock ahead of a sleeping waiter
-//! ("barging") is what makes the lock fast under contention: the lock does
-//! not sit idle for the microseconds a wakeup takes. The handoff bit is what
-//! keeps that fair enough: no waiter waits more than about the handoff
-//! timeout (1 ms by default) plus one hold time. Seeds of this design: the
-//! kernel threads on per-address spin backoff, rwsem handoff and optimistic
-//! spinning, and lock starvation (see the repository's `shared/seeds`).
+//! ("barging") is what keeps a contended lock busy: it does not sit idle for
+//! the microseconds a wakeup takes, and a release does not hand it to a task
+//! that is still waiting in a run queue. The handoff bit keeps that fair
+//! enough: a waiter is passed over for at most about the handoff timeout
+//! (1 ms by default). Under `fair`, every release that finds waiters hands
+//! the lock over instead, in strict FIFO order, as tokio does.
 //!
+//! The design follows the Linux kernel's rwsem (lock word, handoff bit,
+//! optimistic spinning that stops on handoff), its per-address spin backoff
+//! and MCS-style spinner limits, and Go's `sync.Mutex` (the woken-waiter
+//! token and the starvation bound).
+
 //! # Tuning features
 //!
 //! | feature | effect |
 //! |---|---|
-//! | *(none)* | barging with a 1 ms handoff bound; spin up to 4 µs (threads) / 2 µs (tasks) |
+//! | *(none)* | barging with a 1 ms handoff bound; spin up to 4 µs (threads) / 2 µs (tasks), skipped on a current-thread runtime |
 //! | `fair` | strict FIFO, tokio's exact order: every unlock that finds waiters grants the lock to the head; spinning only while the queue is empty |
 //! | `no-spin` | never spin: queue and park at once. For single-vCPU containers and real-time priorities, where a spinner steals the owner's CPU |
 //! | `handoff-250us` | handoff timeout 250 µs: tighter worst-case wait, less barging |
 //! | `handoff-4ms` | handoff timeout 4 ms (rwsem's): more throughput under heavy contention |
+//! | `stats` | process-wide lock-event counters (spins won, waiters woken, handoffs...), zero-cost when off |
 //!
 //! Cargo unifies features across the dependency graph, so every combination
 //! builds: `fair` is independent of the others, `no-spin` overrides spin
@@ -73,16 +80,27 @@
 //! # Differences from `tokio::sync`
 //!
 //! * **Order.** tokio hands locks out in strict FIFO order. By default this
-//!   crate lets newcomers take a free lock ahead of queued waiters until a
-//!   waiter has waited past the handoff timeout; the bound is on *time*, not
-//!   on queue position. Enable `fair` for tokio's exact order (at tokio-like
-//!   contended throughput, with the faster uncontended path).
-//! * **Blocking.** `blocking_*` park the thread on the lock's own queue
-//!   (after a short spin) instead of running a `block_on`; they panic in
-//!   exactly the contexts tokio's do.
+//!   crate lets newcomers take a free lock ahead of a queued writer that was
+//!   woken but has not run yet, until a waiter has waited past the handoff
+//!   timeout: the bound is on *time*, not on queue position. Readers never
+//!   pass a queued writer. Enable `fair` for tokio's exact order (at
+//!   tokio-like contended throughput, with the faster uncontended path).
+//!   None of tokio's own lock tests depends on the difference; this crate's
+//!   `tests/locks.rs` shows where it is observable.
+//! * **Blocking.** `blocking_*` spin briefly, then park the thread on the
+//!   lock's own queue, beside the tasks, instead of running a `block_on`;
+//!   they panic in exactly the contexts tokio's do, with tokio's message.
+//! * **Reader limit.** At most `2^28 - 1` readers at once (tokio: `2^29 - 1`).
+//!   `with_max_readers` accepts tokio's whole range and caps it there, a
+//!   limit no program reaches (it takes 4 GiB of live read guards).
 //! * **Size.** `RwLock<()>` and `Mutex<()>` are 16 bytes (tokio: 48 and 40).
-//! * **Tracing.** tokio's `tokio-console` resource spans are not emitted.
-//!
+//! * **Tracing.** tokio-console resource spans are not emitted.
+//! * **A future that is never polled again.** A queued future woken by a
+//!   release holds that wakeup (and a writer's WOKEN token) until it is
+//!   polled or dropped, as a tokio future holds a granted permit: a future
+//!   parked forever in a `select!` arm that is never polled delays the
+//!   waiters behind it (newcomers can still take the lock).
+
 //! # Cancel safety
 //!
 //! Every async method is cancel safe in tokio's sense: dropping the future
@@ -103,7 +121,6 @@ mod mutex;
 mod raw;
 mod rwlock;
 mod state;
-#[doc(hidden)]
 pub mod stats;
 mod wait_queue;
 

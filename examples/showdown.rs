@@ -328,42 +328,48 @@ fn async_contended<P: Peer>(tasks: usize, workers: usize, read_per_mille: u64, d
     Row { name: P::NAME, ops, elapsed, cpu, hist }
 }
 
+/// One OS thread's loop: blocking writes until `stop`.
+fn blocking_writer<P: Peer>(lock: Arc<P>, stop: Arc<AtomicBool>) -> (u64, Hist) {
+    let mut hist = Hist::new();
+    let mut ops = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        let t0 = ticks();
+        let t1 = lock.blocking_write(|v| {
+            let t = ticks();
+            *v = work(*v);
+            t
+        });
+        hist.record(t1.saturating_sub(t0));
+        ops += 1;
+    }
+    (ops, hist)
+}
+
+/// One task's loop: writes until `stop`, yielding every 16 operations.
+async fn async_writer<P: Peer>(lock: Arc<P>, stop: Arc<AtomicBool>) -> (u64, Hist) {
+    let mut hist = Hist::new();
+    let mut ops = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        let t0 = ticks();
+        let t1 = lock
+            .write(|v| {
+                let t = ticks();
+                *v = work(*v);
+                t
+            })
+            .await;
+        hist.record(t1.saturating_sub(t0));
+        ops += 1;
+        if ops % 16 == 0 {
+            tokio::task::yield_now().await;
+        }
+    }
+    (ops, hist)
+}
+
 /// `threads` OS threads using the blocking API, all writes.
 fn threads<P: Peer>(threads: usize, dur: Duration) -> Row {
-    let lock = Arc::new(P::new(0));
-    let stop = Arc::new(AtomicBool::new(false));
-    let cpu0 = cpu_time();
-    let start = Instant::now();
-    let handles: Vec<_> = (0..threads)
-        .map(|_| {
-            let (lock, stop) = (lock.clone(), stop.clone());
-            std::thread::spawn(move || {
-                let mut hist = Hist::new();
-                let mut ops = 0u64;
-                while !stop.load(Ordering::Relaxed) {
-                    let t0 = ticks();
-                    let t1 = lock.blocking_write(|v| {
-                        let t = ticks();
-                        *v = work(*v);
-                        t
-                    });
-                    hist.record(t1.saturating_sub(t0));
-                    ops += 1;
-                }
-                (ops, hist)
-            })
-        })
-        .collect();
-    std::thread::sleep(dur);
-    stop.store(true, Ordering::Relaxed);
-    let mut total = (0, Hist::new());
-    for h in handles {
-        let (ops, hist) = h.join().unwrap();
-        total.0 += ops;
-        total.1.merge(&hist);
-    }
-    let elapsed = start.elapsed();
-    Row { name: P::NAME, ops: total.0, elapsed, cpu: cpu_time() - cpu0, hist: total.1 }
+    mixed::<P>(threads, 0, dur)
 }
 
 /// `nthreads` blocking threads and `tasks` tasks (2 workers) writing one lock.
@@ -373,49 +379,11 @@ fn mixed<P: Peer>(nthreads: usize, tasks: usize, dur: Duration) -> Row {
     let stop = Arc::new(AtomicBool::new(false));
     let cpu0 = cpu_time();
     let start = Instant::now();
-    let task_handles: Vec<_> = (0..tasks)
-        .map(|_| {
-            let (lock, stop) = (lock.clone(), stop.clone());
-            rt.spawn(async move {
-                let mut hist = Hist::new();
-                let mut ops = 0u64;
-                while !stop.load(Ordering::Relaxed) {
-                    let t0 = ticks();
-                    let t1 = lock
-                        .write(|v| {
-                            let t = ticks();
-                            *v = work(*v);
-                            t
-                        })
-                        .await;
-                    hist.record(t1.saturating_sub(t0));
-                    ops += 1;
-                    if ops % 16 == 0 {
-                        tokio::task::yield_now().await;
-                    }
-                }
-                (ops, hist)
-            })
-        })
-        .collect();
+    let task_handles: Vec<_> = (0..tasks).map(|_| rt.spawn(async_writer(lock.clone(), stop.clone()))).collect();
     let thread_handles: Vec<_> = (0..nthreads)
         .map(|_| {
             let (lock, stop) = (lock.clone(), stop.clone());
-            std::thread::spawn(move || {
-                let mut hist = Hist::new();
-                let mut ops = 0u64;
-                while !stop.load(Ordering::Relaxed) {
-                    let t0 = ticks();
-                    let t1 = lock.blocking_write(|v| {
-                        let t = ticks();
-                        *v = work(*v);
-                        t
-                    });
-                    hist.record(t1.saturating_sub(t0));
-                    ops += 1;
-                }
-                (ops, hist)
-            })
+            std::thread::spawn(move || blocking_writer(lock, stop))
         })
         .collect();
     std::thread::sleep(dur);
@@ -434,6 +402,8 @@ fn mixed<P: Peer>(nthreads: usize, tasks: usize, dur: Duration) -> Row {
         }
     });
     let elapsed = start.elapsed();
+    // Idle runtime workers park: they add no CPU time to a threads-only run.
+    drop(rt);
     Row { name: P::NAME, ops: total.0, elapsed, cpu: cpu_time() - cpu0, hist: total.1 }
 }
 

@@ -35,8 +35,8 @@
 //! when the handoff bit appears (seed 003: a spinner can never win against a
 //! pending handoff, so spinning on it only burns the machine), and never
 //! spins longer than the caller's limit, about one park/unpark round trip.
-//! Admission (one spinner per lock, the rest queue) is the caller's: see the
-//! `SPINNER` bit of the wait queue.
+//! Admission (at most two spinners per lock, the rest queue at once) is the
+//! caller's: see the `SPINNERS` field of the wait queue word.
 
 // Under the model checker only the two-poll `spin` below is used.
 #![cfg_attr(hybrid_sync_loom, allow(dead_code))]

@@ -80,6 +80,15 @@ impl<T: ?Sized> Holder for Mutex<T> {
 ///
 /// Returned by [`Mutex::lock`], [`Mutex::blocking_lock`] and
 /// [`Mutex::try_lock`].
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let m = hybrid_sync::Mutex::new(vec![1]);
+/// m.lock().await.push(2);
+/// assert_eq!(*m.lock().await, vec![1, 2]);
+/// # }
+/// ```
 #[clippy::has_significant_drop]
 #[must_use = "if unused the Mutex will immediately unlock"]
 pub struct MutexGuard<'a, T: ?Sized> {
@@ -88,6 +97,18 @@ pub struct MutexGuard<'a, T: ?Sized> {
 
 /// An owned handle to a held [`Mutex`], keeping the mutex alive through an
 /// `Arc`. Returned by [`Mutex::lock_owned`] and friends.
+///
+/// ```
+/// use std::sync::Arc;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let m = Arc::new(hybrid_sync::Mutex::new(0));
+/// let mut guard = m.clone().lock_owned().await;
+/// tokio::spawn(async move { *guard += 1 }).await.unwrap();
+/// assert_eq!(*m.lock().await, 1);
+/// # }
+/// ```
 #[clippy::has_significant_drop]
 pub struct OwnedMutexGuard<T: ?Sized> {
     inner: Held<Arc<Mutex<T>>, T, true>,
@@ -95,6 +116,14 @@ pub struct OwnedMutexGuard<T: ?Sized> {
 
 /// A [`MutexGuard`] re-pointed at a part of the data with
 /// [`MutexGuard::map`].
+///
+/// ```
+/// use hybrid_sync::{Mutex, MutexGuard};
+///
+/// let m = Mutex::new((1, 2));
+/// let first = MutexGuard::map(m.try_lock().unwrap(), |t| &mut t.0);
+/// assert_eq!(*first, 1);
+/// ```
 #[clippy::has_significant_drop]
 #[must_use = "if unused the Mutex will immediately unlock"]
 pub struct MappedMutexGuard<'a, T: ?Sized> {
@@ -104,6 +133,15 @@ pub struct MappedMutexGuard<'a, T: ?Sized> {
 
 /// An [`OwnedMutexGuard`] re-pointed at a part of the data with
 /// [`OwnedMutexGuard::map`].
+///
+/// ```
+/// use hybrid_sync::{Mutex, OwnedMutexGuard};
+/// use std::sync::Arc;
+///
+/// let m = Arc::new(Mutex::new((1, 2)));
+/// let second = OwnedMutexGuard::map(m.try_lock_owned().unwrap(), |t| &mut t.1);
+/// assert_eq!(*second, 2);
+/// ```
 #[clippy::has_significant_drop]
 #[must_use = "if unused the Mutex will immediately unlock"]
 pub struct OwnedMappedMutexGuard<T: ?Sized, U: ?Sized = T> {

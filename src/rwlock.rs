@@ -77,6 +77,15 @@ impl<T: ?Sized> Holder for RwLock<T> {
 }
 
 /// Shared access to the data of a [`RwLock`], released on drop.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let lock = hybrid_sync::RwLock::new(1);
+/// let (a, b) = (lock.read().await, lock.read().await);
+/// assert_eq!(*a + *b, 2);
+/// # }
+/// ```
 #[clippy::has_significant_drop]
 #[must_use = "if unused the RwLock will immediately unlock"]
 pub struct RwLockReadGuard<'a, T: ?Sized> {
@@ -85,6 +94,12 @@ pub struct RwLockReadGuard<'a, T: ?Sized> {
 }
 
 /// Exclusive access to the data of a [`RwLock`], released on drop.
+///
+/// ```
+/// let lock = hybrid_sync::RwLock::new(1);
+/// *lock.blocking_write() += 1; // from a thread that runs no async code
+/// assert_eq!(*lock.try_read().unwrap(), 2);
+/// ```
 #[clippy::has_significant_drop]
 #[must_use = "if unused the RwLock will immediately unlock"]
 pub struct RwLockWriteGuard<'a, T: ?Sized> {
@@ -94,6 +109,16 @@ pub struct RwLockWriteGuard<'a, T: ?Sized> {
 
 /// A [`RwLockWriteGuard`] re-pointed at a part of the data
 /// ([`RwLockWriteGuard::map`]); it cannot be downgraded.
+///
+/// ```
+/// use hybrid_sync::{RwLock, RwLockWriteGuard};
+///
+/// let lock = RwLock::new((0, 0));
+/// let mut second = RwLockWriteGuard::map(lock.try_write().unwrap(), |t| &mut t.1);
+/// *second = 5;
+/// drop(second);
+/// assert_eq!(*lock.try_read().unwrap(), (0, 5));
+/// ```
 #[clippy::has_significant_drop]
 pub struct RwLockMappedWriteGuard<'a, T: ?Sized> {
     inner: Held<&'a RawRwLock, T, true>,
@@ -102,18 +127,49 @@ pub struct RwLockMappedWriteGuard<'a, T: ?Sized> {
 
 /// Shared access that keeps the lock alive through an `Arc`, so it has no
 /// lifetime. `U` is what the guard points at after [`map`](Self::map).
+///
+/// ```
+/// use std::sync::Arc;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let lock = Arc::new(hybrid_sync::RwLock::new(1));
+/// let guard = lock.clone().read_owned().await;
+/// tokio::spawn(async move { assert_eq!(*guard, 1) }).await.unwrap();
+/// # }
+/// ```
 #[clippy::has_significant_drop]
 pub struct OwnedRwLockReadGuard<T: ?Sized, U: ?Sized = T> {
     inner: Held<Arc<RwLock<T>>, U, false>,
 }
 
 /// Exclusive access that keeps the lock alive through an `Arc`.
+///
+/// ```
+/// use std::sync::Arc;
+///
+/// let lock = Arc::new(hybrid_sync::RwLock::new(1));
+/// let mut guard = lock.clone().try_write_owned().unwrap();
+/// std::thread::spawn(move || *guard += 1).join().unwrap();
+/// assert_eq!(*lock.try_read().unwrap(), 2);
+/// ```
 #[clippy::has_significant_drop]
 pub struct OwnedRwLockWriteGuard<T: ?Sized> {
     inner: Held<Arc<RwLock<T>>, T, true>,
 }
 
 /// An [`OwnedRwLockWriteGuard`] re-pointed at a part of the data.
+///
+/// ```
+/// use hybrid_sync::{OwnedRwLockWriteGuard, RwLock};
+/// use std::sync::Arc;
+///
+/// let lock = Arc::new(RwLock::new(vec![1, 2]));
+/// let mut last = OwnedRwLockWriteGuard::map(lock.clone().try_write_owned().unwrap(), |v| &mut v[1]);
+/// *last = 3;
+/// drop(last);
+/// assert_eq!(*lock.try_read().unwrap(), vec![1, 3]);
+/// ```
 #[clippy::has_significant_drop]
 pub struct OwnedRwLockMappedWriteGuard<T: ?Sized, U: ?Sized = T> {
     inner: Held<Arc<RwLock<T>>, U, true>,

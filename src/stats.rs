@@ -6,6 +6,17 @@
 //! what the slow paths do under a workload: how often spinning wins, how
 //! often a waiter is woken only to lose the race, how often the lock is
 //! handed off.
+//!
+//! ```
+//! use hybrid_sync::stats::{self, ALL};
+//!
+//! let m = hybrid_sync::Mutex::new(());
+//! drop(m.try_lock());
+//! for (event, n) in ALL.iter().zip(stats::snapshot(false)) {
+//!     // All zeros unless built with `--features stats`.
+//!     println!("{event:?}: {n}");
+//! }
+//! ```
 
 /// The events counted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

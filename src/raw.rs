@@ -644,11 +644,14 @@ impl RawRwLock {
             unsafe { node.consume_grant() };
             return true;
         }
-        if SPIN && spin_limit_ns > 0 {
+        // Wait out a short write section, within the lock's spinner limit
+        // (a woken run of readers must not turn into a crowd of spinners).
+        if SPIN && spin_limit_ns > 0 && self.queue.try_claim_spinner() {
             backoff::spin(self as *const Self as usize, spin_limit_ns, || {
                 let s = self.state.load(Ordering::Relaxed);
                 if is_write_locked(s) { Probe::Held(s) } else { Probe::Acquired }
             });
+            self.queue.release_spinner();
         }
         if try_enter() {
             // SAFETY: as above.
@@ -691,7 +694,9 @@ impl RawRwLock {
     /// to unlink itself. Returns `true` if it holds the lock.
     fn take_woken(&self, node: &Waiter, limit_ns: u32) -> bool {
         debug_assert_eq!(node.kind, Kind::Write);
-        if !SPIN || limit_ns == 0 {
+        // It counts against the lock's spinner limit like any spinner; with
+        // no slot free the caller retries once under the queue lock instead.
+        if !SPIN || limit_ns == 0 || !self.queue.try_claim_spinner() {
             return false;
         }
         let result = backoff::spin(self as *const Self as usize, limit_ns, || {
@@ -705,6 +710,7 @@ impl RawRwLock {
                 Err(_) => Probe::Lost,
             }
         });
+        self.queue.release_spinner();
         if result != Spin::Acquired {
             return false;
         }

@@ -1,8 +1,7 @@
 //! Ported from tokio 1.54.1 tests/sync_rwlock.rs (MIT licence, (c) Tokio Contributors) with
 //! the import swapped from `tokio::sync` to `hybrid_sync`: the drop-in check of
-//! this crate. Tests that assert strict FIFO order are marked with the
-//! `fifo_only` cfg below; they run under `--features fair` and are listed in
-//! the README's differences from tokio.
+//! this crate. `.ci/run` runs them in the default mode and under
+//! `--features fair` (tokio's strict FIFO); all of them pass in both.
 #![warn(rust_2018_idioms)]
 
 #[cfg(all(target_family = "wasm", target_os = "unknown"))]

@@ -263,7 +263,11 @@ fn uncontended<P: Peer>(write: bool, n: u64) -> f64 {
     let mut best = f64::MAX;
     for _ in 0..3 {
         let t = Instant::now();
-        lock.uncontended(&rt, n, write);
+        if write {
+            lock.uncontended_write(&rt, n);
+        } else {
+            lock.uncontended_read(&rt, n);
+        }
         best = best.min(t.elapsed().as_nanos() as f64 / n as f64);
     }
     best

@@ -118,6 +118,14 @@ impl RawRwLock {
     #[cold]
     fn try_acquire_contended(&self, kind: Kind) -> bool {
         let mut s = self.state.load(Ordering::Relaxed);
+        if has_waiters(s) && !has_handoff(s) && !FAIR && barging_audit_due() {
+            // About to pass queued waiters. Their head may be unable to run
+            // (a woken thread still waiting for a CPU that bargers keep busy)
+            // and so unable to notice that it is due; now and then a barger
+            // looks for it, so the handoff bound holds even then.
+            self.audit_head();
+            s = self.state.load(Ordering::Relaxed);
+        }
         while may_barge(kind, s, self.max_readers, FAIR) {
             match self.state.compare_exchange_weak(s, with_owner(kind, s), Ordering::Acquire, Ordering::Relaxed) {
                 Ok(_) => return true,
@@ -125,6 +133,20 @@ impl RawRwLock {
             }
         }
         false
+    }
+
+    /// Sets `HANDOFF` if the queue head is due. See `barging_audit_due`.
+    #[cold]
+    fn audit_head(&self) {
+        let q = self.queue.lock();
+        let mut now = None;
+        let mut s = self.state.load(Ordering::Relaxed);
+        while q.head().is_some() && !has_handoff(s) {
+            match self.request_handoff(&q, s, &mut now) {
+                Ok(()) => break,
+                Err(actual) => s = actual,
+            }
+        }
     }
 
     /// Releases a read lock.
@@ -874,6 +896,29 @@ impl RawRwLock {
             if q & 1 != 0 { "held" } else { "free" },
             (q >> 2) & 0b11,
         )
+    }
+}
+
+/// Whether this barging acquisition should first check the queue head for
+/// an overdue handoff: one in `config::BARGE_AUDIT_EVERY`, counted per thread.
+#[inline]
+fn barging_audit_due() -> bool {
+    #[cfg(not(hybrid_sync_loom))]
+    {
+        std::thread_local! {
+            static BARGES: core::cell::Cell<u32> = const { core::cell::Cell::new(0) };
+        }
+        BARGES
+            .try_with(|n| {
+                let v = n.get().wrapping_add(1);
+                n.set(v);
+                v % config::BARGE_AUDIT_EVERY == 0
+            })
+            .unwrap_or(false)
+    }
+    #[cfg(hybrid_sync_loom)]
+    {
+        false
     }
 }
 

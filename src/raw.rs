@@ -916,9 +916,11 @@ fn barging_audit_due() -> bool {
             })
             .unwrap_or(false)
     }
+    // The model audits on every barging acquisition, so that the audit's
+    // interplay with handoff and the token is explored.
     #[cfg(hybrid_sync_loom)]
     {
-        false
+        true
     }
 }
 

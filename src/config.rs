@@ -101,10 +101,11 @@ pub(crate) const RECHECK_MIN: Duration = Duration::from_micros(16);
 pub(crate) const RECHECK_MAX: Duration = Duration::from_micros(128);
 
 /// One barging acquisition in this many (per thread) first looks at the
-/// queue head and sets `HANDOFF` if it is due. The head normally does that
-/// itself, but a woken thread that cannot get a CPU, because the threads
-/// barging past it keep both busy, cannot; without the audit the bound on
-/// its wait would be the scheduler's time slice instead of the handoff
+/// queue head and sets `HANDOFF` for it if it has waited twice the handoff
+/// timeout. The head normally claims its turn itself, but a woken thread
+/// that cannot get a CPU (the threads barging past it keep them busy)
+/// cannot; without this backstop its wait would be bounded by the
+/// scheduler's time slices (about 3 ms here, measured) rather than by the
 /// timeout. At 64 the queue lock costs well under 1 ns per acquisition.
 pub(crate) const BARGE_AUDIT_EVERY: u32 = 64;
 

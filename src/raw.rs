@@ -121,8 +121,8 @@ impl RawRwLock {
         if has_waiters(s) && !has_handoff(s) && !FAIR && barging_audit_due() {
             // About to pass queued waiters. Their head may be unable to run
             // (a woken thread still waiting for a CPU that bargers keep busy)
-            // and so unable to notice that it is due; now and then a barger
-            // looks for it, so the handoff bound holds even then.
+            // and so unable to claim its turn when it is due; now and then a
+            // barger claims it for it, so the wait stays bounded even then.
             self.audit_head();
             s = self.state.load(Ordering::Relaxed);
         }
@@ -135,15 +135,27 @@ impl RawRwLock {
         false
     }
 
-    /// Sets `HANDOFF` if the queue head is due. See `barging_audit_due`.
+    /// Sets `HANDOFF` if the queue head has waited twice the handoff timeout.
+    /// See `barging_audit_due`: this is the backstop for a head that cannot
+    /// claim its turn itself, so it allows that head a timeout's slack before
+    /// forcing the handoff (forcing it at once turns every barging run on an
+    /// oversubscribed machine into a handoff convoy).
     #[cold]
     fn audit_head(&self) {
         let q = self.queue.lock();
-        let mut now = None;
+        let Some(head) = q.head() else { return };
+        // SAFETY: under the queue lock.
+        if !unsafe { head.waited_at_least(Instant::now(), 2 * config::handoff_timeout_ns()) } {
+            return;
+        }
         let mut s = self.state.load(Ordering::Relaxed);
-        while q.head().is_some() && !has_handoff(s) {
-            match self.request_handoff(&q, s, &mut now) {
-                Ok(()) => break,
+        while !has_handoff(s) {
+            // Relaxed: as in `request_handoff`.
+            match self.state.compare_exchange(s, s | HANDOFF, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => {
+                    stats::inc(Event::HandoffSet);
+                    break;
+                }
                 Err(actual) => s = actual,
             }
         }

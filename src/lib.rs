@@ -39,7 +39,9 @@
 //! the microseconds a wakeup takes, and a release does not hand it to a task
 //! that is still waiting in a run queue. The handoff bit keeps that fair
 //! enough: a waiter is passed over for at most about the handoff timeout
-//! (1 ms by default). Under `fair`, every release that finds waiters hands
+//! (1 ms by default). A woken thread that cannot even get a CPU to claim its
+//! turn (the threads barging past it keep them busy) has it claimed for it
+//! by a barger once it has waited twice the timeout. Under `fair`, every release that finds waiters hands
 //! the lock over instead, in strict FIFO order, as tokio does.
 //!
 //! The design follows the Linux kernel's rwsem (lock word, handoff bit,

@@ -435,35 +435,45 @@ impl RawRwLock {
             return true;
         }
         let mut q = self.queue.lock();
-        let mut s = self.state.load(Ordering::Relaxed);
-        loop {
-            if may_barge(kind, s, self.max_readers, FAIR) {
-                match self.state.compare_exchange_weak(s, with_owner(kind, s), Ordering::Acquire, Ordering::Relaxed) {
-                    Ok(_) => {
-                        stats::inc(Event::Barge);
-                        return true;
-                    }
-                    Err(actual) => s = actual,
-                }
-            } else if has_waiters(s) {
-                // Every release from here on sees WAITERS and dispatches (or
-                // a token owner is awake) after we release the queue lock.
-                break;
-            } else {
-                // The CAS fails if a release slipped in since the load, so
-                // we cannot sleep through it (state.rs, "Why a release
-                // never loses a waiter").
-                match self.state.compare_exchange_weak(s, s | WAITERS, Ordering::Relaxed, Ordering::Relaxed) {
-                    Ok(_) => break,
-                    Err(actual) => s = actual,
-                }
-            }
+        if self.take_or_announce(|s| may_barge(kind, s, self.max_readers, FAIR).then(|| with_owner(kind, s))) {
+            stats::inc(Event::Barge);
+            return true;
         }
         // SAFETY: the node is the caller's, pinned in its future or stack
         // frame, unlinked (IDLE), and the front ends unlink it before it dies.
         unsafe { q.push_back(node, task()) };
         stats::inc(Event::Queued);
         false
+    }
+
+    /// Under the queue lock, just before queueing: takes the lock if `take`
+    /// says how (`Some(new word)`), and otherwise makes sure `WAITERS` is set
+    /// in a way that no release can slip past. Returns `true` if it took
+    /// the lock.
+    ///
+    /// If `WAITERS` is already set, every later release sees it and
+    /// dispatches (or a token owner is awake) once the caller releases the
+    /// queue lock. If not, it is set by a CAS against the word just examined,
+    /// which fails if a release slipped in since, so the caller cannot sleep
+    /// through it (state.rs, "Why a release never loses a waiter").
+    fn take_or_announce(&self, take: impl Fn(u32) -> Option<u32>) -> bool {
+        let mut s = self.state.load(Ordering::Relaxed);
+        loop {
+            let result = match take(s) {
+                // Acquire: pairs with the previous owner's release.
+                Some(new) => match self.state.compare_exchange_weak(s, new, Ordering::Acquire, Ordering::Relaxed) {
+                    Ok(_) => return true,
+                    Err(actual) => actual,
+                },
+                None if has_waiters(s) => return false,
+                // Relaxed: WAITERS guards no data; the CAS only validates.
+                None => match self.state.compare_exchange_weak(s, s | WAITERS, Ordering::Relaxed, Ordering::Relaxed) {
+                    Ok(_) => return false,
+                    Err(actual) => actual,
+                },
+            };
+            s = result;
+        }
     }
 
     /// Spins for the lock, holding one of this lock's two spinner slots.
@@ -693,27 +703,11 @@ impl RawRwLock {
             return true;
         }
         let mut q = self.queue.lock();
-        let mut s = self.state.load(Ordering::Relaxed);
-        loop {
-            if !is_write_locked(s) && reader_count(s) < max {
-                match self.state.compare_exchange_weak(s, s + ONE_READER, Ordering::Acquire, Ordering::Relaxed) {
-                    Ok(_) => {
-                        drop(q);
-                        // SAFETY: as above.
-                        unsafe { node.consume_grant() };
-                        return true;
-                    }
-                    Err(actual) => s = actual,
-                }
-            } else if has_waiters(s) {
-                break;
-            } else {
-                // As in `lock_contended`: validated, so no release is missed.
-                match self.state.compare_exchange_weak(s, s | WAITERS, Ordering::Relaxed, Ordering::Relaxed) {
-                    Ok(_) => break,
-                    Err(actual) => s = actual,
-                }
-            }
+        if self.take_or_announce(|s| (!is_write_locked(s) && reader_count(s) < max).then(|| s + ONE_READER)) {
+            drop(q);
+            // SAFETY: as above.
+            unsafe { node.consume_grant() };
+            return true;
         }
         stats::inc(Event::Queued);
         // SAFETY: our node, unlinked, pinned by its owner as for push_back.

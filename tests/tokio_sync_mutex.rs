@@ -61,38 +61,6 @@ fn readiness() {
     let _t2 = assert_ready!(t2.poll());
 }
 
-/*
-#[test]
-#[ignore]
-fn lock() {
-    let mut lock = Mutex::new(false);
-
-    let mut lock2 = lock.clone();
-    std::thread::spawn(move || {
-        let l = lock2.lock();
-        pin_mut!(l);
-
-        let mut task = MockTask::new();
-        let mut g = assert_ready!(task.poll(&mut l));
-        std::thread::sleep(std::time::Duration::from_millis(500));
-        *g = true;
-        drop(g);
-    });
-
-    std::thread::sleep(std::time::Duration::from_millis(50));
-    let mut task = MockTask::new();
-    let l = lock.lock();
-    pin_mut!(l);
-
-    assert_pending!(task.poll(&mut l));
-
-    std::thread::sleep(std::time::Duration::from_millis(500));
-    assert!(task.is_woken());
-    let result = assert_ready!(task.poll(&mut l));
-    assert!(*result);
-}
-*/
-
 /// Ensure a mutex is unlocked if a future holding the lock
 /// is aborted prematurely.
 #[tokio::test]

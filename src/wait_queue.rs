@@ -513,8 +513,19 @@ impl QueueGuard<'_> {
     /// Unlinks the head, marks it granted and queues its task for waking.
     ///
     /// # Safety
-    /// The caller has already taken the lock on the head's behalf.
+    /// The queue is not empty, and the caller has already taken the lock on
+    /// the head's behalf.
     pub(crate) unsafe fn grant_head(&mut self, wakes: &mut WakeList) {
+        // SAFETY: forwarded.
+        unsafe { self.pop_head(GRANTED, wakes) }
+    }
+
+    /// Unlinks the head, queues its task for waking and leaves it in `state`
+    /// (`GRANTED` or `LICENSED`), after which its owner may free it.
+    ///
+    /// # Safety
+    /// The queue is not empty.
+    unsafe fn pop_head(&mut self, state: u8, wakes: &mut WakeList) {
         let head = self.head;
         // SAFETY: non-null by the caller's contract; under the queue lock.
         unsafe {
@@ -524,7 +535,7 @@ impl QueueGuard<'_> {
                 wakes.push(task);
             }
             // Last access: the owner may return and free the node after this.
-            node.set_state(GRANTED);
+            node.set_state(state);
         }
     }
 
@@ -552,17 +563,8 @@ impl QueueGuard<'_> {
             if head.kind != Kind::Read || n == room || wakes.room() == 0 {
                 break;
             }
-            let head = head as *const Waiter;
-            // SAFETY: under the queue lock; `head` is linked. After
-            // LICENSED is stored the owner may free the node: last access.
-            unsafe {
-                let node = &*head;
-                self.remove(node);
-                if let Some(task) = node.take_task() {
-                    wakes.push(task);
-                }
-                node.set_state(LICENSED);
-            }
+            // SAFETY: the queue is not empty (we just saw its head).
+            unsafe { self.pop_head(LICENSED, wakes) };
             n += 1;
         }
         n

@@ -207,4 +207,10 @@ pub mod testing {
     pub fn set_per_address_backoff(on: bool) {
         PER_ADDRESS_BACKOFF.store(on, Ordering::Relaxed);
     }
+
+    /// Which of the shared wait queues a [`LockRef`](crate::LockRef) at
+    /// this address uses, so tests can make two of them collide.
+    pub fn lockref_bucket<T: ?Sized>(lockref: &crate::LockRef<T>) -> usize {
+        crate::layout::bucket_index(lockref.queue_key())
+    }
 }

@@ -118,6 +118,8 @@ mod backoff;
 mod config;
 mod error;
 mod guard;
+mod layout;
+mod lockref;
 mod loom;
 mod mutex;
 mod raw;
@@ -128,6 +130,7 @@ mod wait_queue;
 
 pub use config::{Tuning, testing as __testing, tuning};
 pub use error::TryLockError;
+pub use lockref::{LockArc, LockArcGuard, LockRef, LockRefGuard, MAX_COUNT};
 pub use mutex::{MappedMutexGuard, Mutex, MutexGuard, OwnedMappedMutexGuard, OwnedMutexGuard};
 pub use rwlock::{
     OwnedRwLockMappedWriteGuard, OwnedRwLockReadGuard, OwnedRwLockWriteGuard, RwLock, RwLockMappedWriteGuard,

@@ -13,7 +13,7 @@
 mod imp {
     pub(crate) use loom::cell::UnsafeCell;
     pub(crate) use loom::hint::spin_loop;
-    pub(crate) use loom::sync::atomic::{AtomicU8, AtomicU32, AtomicUsize, Ordering};
+    pub(crate) use loom::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence};
     pub(crate) use loom::thread::{Thread, current as current_thread, park, yield_now};
 
     /// loom has no timed park; the model never retains the token (see
@@ -26,7 +26,7 @@ mod imp {
 #[cfg(not(hybrid_sync_loom))]
 mod imp {
     pub(crate) use core::hint::spin_loop;
-    pub(crate) use core::sync::atomic::{AtomicU8, AtomicU32, AtomicUsize, Ordering};
+    pub(crate) use core::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence};
     pub(crate) use std::thread::{Thread, current as current_thread, park, park_timeout, yield_now};
 
     /// `core::cell::UnsafeCell` with loom's closure-based accessors, so code

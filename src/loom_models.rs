@@ -356,3 +356,102 @@ fn woken_future_dropped_passes_the_token_on() {
         s.assert_idle();
     });
 }
+
+// --------------------------------------------------------------------------
+// LockRef: the count shares the word with the lock.
+// --------------------------------------------------------------------------
+
+use crate::LockRef;
+
+/// Lockless get/put racing a lock holder that adds to the count under the
+/// lock, in both handoff modes: no update is lost, and the count a holder
+/// reads does not move while it holds the lock.
+#[test]
+fn lockref_get_put_vs_lock() {
+    for always in [false, true] {
+        let _g = handoff(always);
+        loom::model(|| {
+            let r = Arc::new(LockRef::with_count(1, ()));
+            let t = {
+                let r = r.clone();
+                thread::spawn(move || {
+                    r.get();
+                    r.put();
+                    r.get();
+                })
+            };
+            {
+                let mut g = r.lock();
+                let c = g.count();
+                thread::yield_now();
+                assert_eq!(g.count(), c, "the count moved under the lock");
+                g.set_count(c + 10);
+            }
+            t.join().unwrap();
+            assert_eq!(r.count(), 12);
+            assert_eq!(r.raw.word(), 0, "lock half left as {:?}", crate::state::Decoded(r.raw.word()));
+        });
+    }
+}
+
+/// The dentry pattern: a lookup's get_not_dead races the owner's last
+/// put_or_lock + mark_dead. Either the lookup got a reference before the
+/// owner's put (which then only decrements), or it sees the ref dead; never
+/// a reference to a dead object.
+#[test]
+fn lockref_get_not_dead_vs_mark_dead() {
+    let _g = handoff(false);
+    loom::model(|| {
+        let r = Arc::new(LockRef::with_count(1, ()));
+        let lookup = {
+            let r = r.clone();
+            thread::spawn(move || r.get_not_dead())
+        };
+        let tore_down = match r.put_or_lock() {
+            Some(mut last) => {
+                assert_eq!(last.count(), 1);
+                last.mark_dead();
+                true
+            }
+            None => false,
+        };
+        let got = lookup.join().unwrap();
+        assert_ne!(got, tore_down, "exactly one of: the lookup's reference, the teardown");
+        if got {
+            assert_eq!(r.count(), 1);
+            assert!(!r.is_dead());
+        } else {
+            assert!(r.is_dead());
+        }
+        assert_eq!(r.raw.word(), 0);
+    });
+}
+
+/// Two last-reference drops race: exactly one is left holding the lock with
+/// the count at 1, as `LockArc`'s drop relies on. One drops from a task
+/// (`lock_async` is the queue the other may wait in).
+#[test]
+fn lockref_put_or_lock_race_and_async_lock() {
+    let _g = handoff(false);
+    loom::model(|| {
+        let r = Arc::new(LockRef::with_count(2, ()));
+        let other = {
+            let r = r.clone();
+            thread::spawn(move || r.put_or_lock().map(|g| g.count()))
+        };
+        let mine = r.put_or_lock().map(|g| g.count());
+        let theirs = other.join().unwrap();
+        match (mine, theirs) {
+            (Some(1), None) | (None, Some(1)) => {}
+            other => panic!("put_or_lock outcomes {other:?}"),
+        }
+        let t = {
+            let r = r.clone();
+            thread::spawn(move || drop(loom::future::block_on(r.lock_async())))
+        };
+        r.get();
+        t.join().unwrap();
+        assert_eq!(r.count(), 2);
+        assert_eq!(r.raw.word(), 0);
+    });
+}

@@ -56,30 +56,64 @@ use std::time::{Duration, Instant};
 
 use crate::backoff::{self, Probe, Spin};
 use crate::config::{self, FAIR, SPIN};
-use crate::loom::{AtomicU32, Ordering};
+use crate::layout::{Inline, Layout};
+use crate::loom::Ordering;
 use crate::state::*;
 use crate::stats::{self, Event};
 use crate::wait_queue::{GRANTED, IDLE, LICENSED, QueueGuard, RETRY, Task, WAITING, WaitQueue, Waiter, WakeList};
 
-/// A reader-writer lock with no data: the word, the limit, the queue.
-pub(crate) struct RawRwLock {
+/// A reader-writer lock with no data. `L` says where its word, reader limit
+/// and queue live: inline for [`RwLock`](crate::RwLock) and
+/// [`Mutex`](crate::Mutex) ([`Inline`], 16 bytes), or sharing one 64-bit
+/// word with a reference count for [`LockRef`](crate::LockRef)
+/// ([`Counted`](crate::layout::Counted), 8 bytes, queue in a hashed table).
+/// The state machine below is the same for both.
+pub(crate) struct RawRwLock<L: Layout = Inline> {
     /// The lock word; see [`crate::state`] for its layout and invariants.
-    state: AtomicU32,
-    /// The most readers that may hold the lock at once.
-    max_readers: u32,
-    /// Waiters, the queue lock and the spinner slot.
-    queue: WaitQueue,
+    state: L,
 }
 
 impl RawRwLock {
     #[cfg(not(hybrid_sync_loom))]
     pub(crate) const fn new(max_readers: u32) -> Self {
-        RawRwLock { state: AtomicU32::new(0), max_readers, queue: WaitQueue::new() }
+        RawRwLock { state: Inline::new(max_readers) }
     }
 
     #[cfg(hybrid_sync_loom)]
     pub(crate) fn new(max_readers: u32) -> Self {
-        RawRwLock { state: AtomicU32::new(0), max_readers, queue: WaitQueue::new() }
+        RawRwLock { state: Inline::new(max_readers) }
+    }
+}
+
+impl<L: Layout> RawRwLock<L> {
+    /// A lock over the given storage.
+    #[inline]
+    pub(crate) const fn with_layout(state: L) -> Self {
+        RawRwLock { state }
+    }
+
+    /// The storage: the lock word and whatever shares it.
+    #[inline]
+    pub(crate) fn layout(&self) -> &L {
+        &self.state
+    }
+
+    /// The queue lock of this lock's wait queue, filtered to its waiters.
+    #[inline]
+    fn lock_queue(&self) -> QueueGuard<'_> {
+        self.state.queue().lock(self.state.key())
+    }
+
+    /// The wait queue (its spinner slots and word).
+    #[inline]
+    fn queue(&self) -> &WaitQueue {
+        self.state.queue()
+    }
+
+    /// The key that marks this lock's waiters in a shared queue.
+    #[inline]
+    pub(crate) fn key(&self) -> usize {
+        self.state.key()
     }
 
     // ----------------------------------------------------------------------
@@ -110,7 +144,7 @@ impl RawRwLock {
     #[inline]
     fn try_acquire_shared(&self) -> bool {
         let s = self.state.load(Ordering::Relaxed);
-        (can_read_fast(s, self.max_readers)
+        (can_read_fast(s, self.state.max_readers())
             && self.state.compare_exchange_weak(s, s + ONE_READER, Ordering::Acquire, Ordering::Relaxed).is_ok())
             || self.try_acquire_contended(Kind::Read)
     }
@@ -126,7 +160,7 @@ impl RawRwLock {
             self.audit_head();
             s = self.state.load(Ordering::Relaxed);
         }
-        while may_barge(kind, s, self.max_readers, FAIR) {
+        while may_barge(kind, s, self.state.max_readers(), FAIR) {
             match self.state.compare_exchange_weak(s, with_owner(kind, s), Ordering::Acquire, Ordering::Relaxed) {
                 Ok(_) => return true,
                 Err(actual) => s = actual,
@@ -142,7 +176,7 @@ impl RawRwLock {
     /// oversubscribed machine into a handoff convoy).
     #[cold]
     fn audit_head(&self) {
-        let q = self.queue.lock();
+        let q = self.lock_queue();
         let Some(head) = q.head() else { return };
         // SAFETY: under the queue lock.
         if !unsafe { head.waited_at_least(Instant::now(), 2 * config::handoff_timeout_ns()) } {
@@ -172,7 +206,7 @@ impl RawRwLock {
         debug_assert!(reader_count(old) > 0, "read unlock of {:?}", Decoded(old));
         // The last reader frees the lock for a queued writer; the reader that
         // leaves a full lock makes room for a queued reader.
-        if needs_wakeup(old) && (reader_count(old) == 1 || reader_count(old) == self.max_readers) {
+        if needs_wakeup(old) && (reader_count(old) == 1 || reader_count(old) == self.state.max_readers()) {
             self.release_slow();
         }
     }
@@ -232,7 +266,7 @@ impl RawRwLock {
         let mut wakes = WakeList::new();
         loop {
             let more = {
-                let mut q = self.queue.lock();
+                let mut q = self.lock_queue();
                 self.dispatch(&mut q, &mut wakes)
             };
             wakes.wake_all();
@@ -259,7 +293,7 @@ impl RawRwLock {
                 return false;
             };
             let kind = head.kind;
-            let free = head_may_take(kind, s, self.max_readers);
+            let free = head_may_take(kind, s, self.state.max_readers());
             let due = FAIR || has_handoff(s) || self.head_is_due(q, &mut now);
             if !free && (due || kind == Kind::Read || !is_write_locked(s)) {
                 // Its holder will release it and dispatch again; if the head
@@ -285,7 +319,7 @@ impl RawRwLock {
                     // unlinked and licensed, so an emptied queue lets every
                     // reader in again at once.
                     stats::inc(Event::WakeHead);
-                    let more = q.wake_readers(self.max_readers - reader_count(s), wakes) > 0
+                    let more = q.wake_readers(self.state.max_readers() - reader_count(s), wakes) > 0
                         && q.head().is_some_and(|h| h.kind == Kind::Read)
                         && wakes.room() == 0;
                     if q.is_empty() {
@@ -324,7 +358,7 @@ impl RawRwLock {
             // run of readers behind it that fits under max_readers and in
             // this round's wake list.
             let head_has_token = kind == Kind::Write && head.state_relaxed() == RETRY;
-            let room = self.max_readers - reader_count(s);
+            let room = self.state.max_readers() - reader_count(s);
             let mut count = 1u32;
             let mut more = false;
             // SAFETY: `head` is linked in `q`.
@@ -434,8 +468,8 @@ impl RawRwLock {
         if SPIN && spin_limit_ns > 0 && self.spin(kind, spin_limit_ns) {
             return true;
         }
-        let mut q = self.queue.lock();
-        if self.take_or_announce(|s| may_barge(kind, s, self.max_readers, FAIR).then(|| with_owner(kind, s))) {
+        let mut q = self.lock_queue();
+        if self.take_or_announce(|s| may_barge(kind, s, self.state.max_readers(), FAIR).then(|| with_owner(kind, s))) {
             stats::inc(Event::Barge);
             return true;
         }
@@ -484,10 +518,10 @@ impl RawRwLock {
     /// of readers. It never takes the token from a queue that has sleepers,
     /// so releases keep waking (or handing off to) the queue.
     fn spin(&self, kind: Kind, limit_ns: u32) -> bool {
-        if !self.queue.try_claim_spinner() {
+        if !self.queue().try_claim_spinner() {
             return false;
         }
-        let max = self.max_readers;
+        let max = self.state.max_readers();
         let mut token = false;
         let result = backoff::spin(self as *const Self as usize, limit_ns, || {
             let s = self.state.load(Ordering::Relaxed);
@@ -521,7 +555,7 @@ impl RawRwLock {
         if token {
             self.drop_token();
         }
-        self.queue.release_spinner();
+        self.queue().release_spinner();
         stats::inc(match result {
             Spin::Acquired => Event::SpinWin,
             Spin::Handoff => Event::SpinHandoff,
@@ -556,7 +590,7 @@ impl RawRwLock {
     ) -> Retry {
         let kind = node.kind;
         let mut wakes = WakeList::new();
-        let mut q = self.queue.lock();
+        let mut q = self.lock_queue();
         let woken = match node.state() {
             GRANTED => {
                 drop(q);
@@ -578,9 +612,9 @@ impl RawRwLock {
             // reader may have moved to second place) may take the lock
             // whenever it is free for it: HANDOFF and the token are its own.
             let allowed = if is_head || woken {
-                head_may_take(kind, s, self.max_readers)
+                head_may_take(kind, s, self.state.max_readers())
             } else {
-                may_barge(kind, s, self.max_readers, FAIR)
+                may_barge(kind, s, self.state.max_readers(), FAIR)
             };
             if allowed {
                 // SAFETY: our node is linked in `q`.
@@ -670,7 +704,7 @@ impl RawRwLock {
     /// lock.
     fn enter_licensed(&self, node: &Waiter, spin_limit_ns: u32, task: impl FnOnce() -> Task) -> bool {
         debug_assert_eq!(node.kind, Kind::Read);
-        let max = self.max_readers;
+        let max = self.state.max_readers();
         let try_enter = || {
             let mut s = self.state.load(Ordering::Relaxed);
             while !is_write_locked(s) && reader_count(s) < max {
@@ -690,19 +724,19 @@ impl RawRwLock {
         }
         // Wait out a short write section, within the lock's spinner limit
         // (a woken run of readers must not turn into a crowd of spinners).
-        if SPIN && spin_limit_ns > 0 && self.queue.try_claim_spinner() {
+        if SPIN && spin_limit_ns > 0 && self.queue().try_claim_spinner() {
             backoff::spin(self as *const Self as usize, spin_limit_ns, || {
                 let s = self.state.load(Ordering::Relaxed);
                 if is_write_locked(s) { Probe::Held(s) } else { Probe::Acquired }
             });
-            self.queue.release_spinner();
+            self.queue().release_spinner();
         }
         if try_enter() {
             // SAFETY: as above.
             unsafe { node.consume_grant() };
             return true;
         }
-        let mut q = self.queue.lock();
+        let mut q = self.lock_queue();
         if self.take_or_announce(|s| (!is_write_locked(s) && reader_count(s) < max).then(|| s + ONE_READER)) {
             drop(q);
             // SAFETY: as above.
@@ -724,7 +758,7 @@ impl RawRwLock {
         debug_assert_eq!(node.kind, Kind::Write);
         // It counts against the lock's spinner limit like any spinner; with
         // no slot free the caller retries once under the queue lock instead.
-        if !SPIN || limit_ns == 0 || !self.queue.try_claim_spinner() {
+        if !SPIN || limit_ns == 0 || !self.queue().try_claim_spinner() {
             return false;
         }
         let result = backoff::spin(self as *const Self as usize, limit_ns, || {
@@ -738,12 +772,12 @@ impl RawRwLock {
                 Err(_) => Probe::Lost,
             }
         });
-        self.queue.release_spinner();
+        self.queue().release_spinner();
         if result != Spin::Acquired {
             return false;
         }
         stats::inc(Event::RetryWon);
-        let mut q = self.queue.lock();
+        let mut q = self.lock_queue();
         let was_head = q.is_head(node);
         // SAFETY: our node is linked in `q`.
         let stale = unsafe { q.remove_acquired(node) };
@@ -799,7 +833,7 @@ impl RawRwLock {
     /// head gives its token back.
     pub(crate) fn cancel(&self, node: &Waiter) {
         let mut wakes = WakeList::new();
-        let mut q = self.queue.lock();
+        let mut q = self.lock_queue();
         match node.state() {
             GRANTED => {
                 drop(q);
@@ -841,10 +875,16 @@ impl RawRwLock {
         }
     }
 
+    /// Spins for the lock as a contended acquirer does before it queues.
+    /// Returns `true` if it took the lock.
+    pub(crate) fn spin_only(&self, kind: Kind, limit_ns: u32) -> bool {
+        SPIN && limit_ns > 0 && self.spin(kind, limit_ns)
+    }
+
     /// The blocking front end's contended path: spin, queue, park until the
     /// lock is ours. Never returns with the node linked.
     pub(crate) fn lock_blocking_contended(&self, kind: Kind) {
-        let node = pin!(Waiter::new(kind));
+        let node = pin!(Waiter::new(kind, self.key()));
         let node = &*node;
         let thread = || Task::Thread(crate::loom::current_thread());
         if self.lock_contended(node, config::SPIN_LIMIT_BLOCKING_NS, thread) {
@@ -894,7 +934,7 @@ impl RawRwLock {
     /// reports. Racy on purpose: it takes no lock, so a watchdog can call it
     /// on a lock that is stuck.
     pub(crate) fn describe(&self) -> String {
-        let q = self.queue.debug_word();
+        let q = self.queue().debug_word();
         format!(
             "state {:?}, queue {} (queue lock {}, {} spinner(s))",
             Decoded(self.state.load(Ordering::Relaxed)),
@@ -941,11 +981,11 @@ pub(crate) enum Retry {
     Retained { due_in: Duration },
 }
 
-impl core::fmt::Debug for RawRwLock {
+impl<L: Layout> core::fmt::Debug for RawRwLock<L> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("RawRwLock")
             .field("state", &Decoded(self.word()))
-            .field("max_readers", &self.max_readers)
+            .field("max_readers", &self.state.max_readers())
             .finish_non_exhaustive()
     }
 }

@@ -124,6 +124,9 @@ pub(crate) struct Waiter {
     state: AtomicU8,
     /// What the owner wants.
     pub(crate) kind: Kind,
+    /// Which lock the node waits for, in a queue shared by several
+    /// ([`Layout::key`](crate::layout::Layout::key)).
+    key: usize,
     _pinned: PhantomPinned,
 }
 
@@ -136,13 +139,14 @@ unsafe impl Send for Waiter {}
 unsafe impl Sync for Waiter {}
 
 impl Waiter {
-    pub(crate) fn new(kind: Kind) -> Self {
+    pub(crate) fn new(kind: Kind, key: usize) -> Self {
         Waiter {
             links: UnsafeCell::new(Links { prev: ptr::null(), next: ptr::null() }),
             task: UnsafeCell::new(None),
             since: UnsafeCell::new(None),
             state: AtomicU8::new(IDLE),
             kind,
+            key,
             _pinned: PhantomPinned,
         }
     }
@@ -266,9 +270,9 @@ impl WaitQueue {
         WaitQueue { word: AtomicUsize::new(0) }
     }
 
-    /// Takes the queue lock.
+    /// Takes the queue lock, for the lock whose nodes carry `key`.
     #[inline]
-    pub(crate) fn lock(&self) -> QueueGuard<'_> {
+    pub(crate) fn lock(&self, key: usize) -> QueueGuard<'_> {
         let w = self.word.load(Ordering::Relaxed);
         let w = if w & QLOCKED == 0 {
             // Acquire: pairs with the Release of the previous holder's unlock,
@@ -280,7 +284,7 @@ impl WaitQueue {
         } else {
             self.lock_contended()
         };
-        QueueGuard { queue: self, head: (w & PTR_MASK) as *const Waiter }
+        QueueGuard { queue: self, first: (w & PTR_MASK) as *const Waiter, key }
     }
 
     #[cold]
@@ -411,42 +415,65 @@ impl WaitQueue {
     }
 }
 
-/// The held queue lock. It caches the head pointer and publishes it on drop.
+/// The held queue lock, seen from one lock: it caches the list's first node
+/// (publishing it on drop) and shows only the nodes that carry its key, so in
+/// a queue shared by several locks each sees its own FIFO. In a queue of
+/// its own (key 0) every node matches and the filter never skips.
 pub(crate) struct QueueGuard<'a> {
     queue: &'a WaitQueue,
-    head: *const Waiter,
+    /// The list's first node, whoever it waits for.
+    first: *const Waiter,
+    key: usize,
 }
 
 impl QueueGuard<'_> {
-    /// The first node, if any.
+    /// The first node at or after `p` that waits for our lock.
+    #[inline]
+    fn ours_from(&self, mut p: *const Waiter) -> *const Waiter {
+        // SAFETY: we hold the lock (Invariant 3); linked nodes are alive
+        // (Invariant 2).
+        while let Some(node) = unsafe { p.as_ref() } {
+            if node.key == self.key {
+                return p;
+            }
+            // SAFETY: as above (Invariant 3).
+            p = node.links.with(|l| unsafe { (*l).next });
+        }
+        ptr::null()
+    }
+
+    /// Our first node, if any: the head of our lock's queue.
     #[inline]
     pub(crate) fn head(&self) -> Option<&Waiter> {
         // SAFETY: linked nodes are alive while linked (Invariant 2), and we
         // hold the lock, so nobody unlinks it during this borrow of `self`.
-        unsafe { self.head.as_ref() }
+        unsafe { self.ours_from(self.first).as_ref() }
     }
 
+    /// Whether no node waits for our lock.
     #[inline]
     pub(crate) fn is_empty(&self) -> bool {
-        self.head.is_null()
+        self.head().is_none()
     }
 
     #[inline]
     pub(crate) fn is_head(&self, node: &Waiter) -> bool {
-        ptr::eq(self.head, node)
+        ptr::eq(self.ours_from(self.first), node)
     }
 
-    /// The node after `node`.
+    /// Our node after `node`.
     ///
     /// # Safety
     /// `node` is linked in this queue.
     pub(crate) unsafe fn next(&self, node: &Waiter) -> Option<&Waiter> {
         // SAFETY: we hold the lock (Invariant 3); the next node is linked,
         // hence alive (Invariant 2).
-        node.links.with(|l| unsafe { (*l).next.as_ref() })
+        let next = node.links.with(|l| unsafe { (*l).next });
+        // SAFETY: as above.
+        unsafe { self.ours_from(next).as_ref() }
     }
 
-    /// Whether only `node` is queued.
+    /// Whether only `node` waits for our lock.
     ///
     /// # Safety
     /// `node` is linked in this queue.
@@ -459,9 +486,10 @@ impl QueueGuard<'_> {
     /// first queued.
     ///
     /// # Safety
-    /// The node is pinned, not linked anywhere, owned by the caller, and stays
-    /// alive until it is unlinked again (Invariant 2).
+    /// The node is pinned, not linked anywhere, owned by the caller, carries
+    /// our key, and stays alive until it is unlinked again (Invariant 2).
     pub(crate) unsafe fn push_back(&mut self, node: &Waiter, task: Task) {
+        debug_assert_eq!(node.key, self.key);
         let me = node as *const Waiter;
         // SAFETY: under the queue lock; the node is the caller's and unlinked.
         unsafe {
@@ -471,14 +499,14 @@ impl QueueGuard<'_> {
                 }
             });
             node.task.with_mut(|t| *t = Some(task));
-            if let Some(head) = self.head.as_ref() {
-                let tail = head.links.with(|l| (*l).prev);
+            if let Some(first) = self.first.as_ref() {
+                let tail = first.links.with(|l| (*l).prev);
                 node.links.with_mut(|l| *l = Links { prev: tail, next: ptr::null() });
                 (*tail).links.with_mut(|l| (*l).next = me);
-                head.links.with_mut(|l| (*l).prev = me);
+                first.links.with_mut(|l| (*l).prev = me);
             } else {
                 node.links.with_mut(|l| *l = Links { prev: me, next: ptr::null() });
-                self.head = me;
+                self.first = me;
             }
             node.set_state(WAITING);
         }
@@ -493,8 +521,8 @@ impl QueueGuard<'_> {
         // hence alive (Invariant 2).
         unsafe {
             let Links { prev, next } = node.links.with(|l| *l);
-            if self.is_head(node) {
-                self.head = next;
+            if ptr::eq(self.first, node) {
+                self.first = next;
                 if let Some(next) = next.as_ref() {
                     next.links.with_mut(|l| (*l).prev = prev);
                 }
@@ -502,8 +530,8 @@ impl QueueGuard<'_> {
                 (*prev).links.with_mut(|l| (*l).next = next);
                 match next.as_ref() {
                     Some(next) => next.links.with_mut(|l| (*l).prev = prev),
-                    // `node` was the tail: the head's `prev` names the tail.
-                    None => (*self.head).links.with_mut(|l| (*l).prev = prev),
+                    // `node` was the tail: the first node's `prev` names the tail.
+                    None => (*self.first).links.with_mut(|l| (*l).prev = prev),
                 }
             }
             node.links.with_mut(|l| *l = Links { prev: ptr::null(), next: ptr::null() });
@@ -526,7 +554,7 @@ impl QueueGuard<'_> {
     /// # Safety
     /// The queue is not empty.
     unsafe fn pop_head(&mut self, state: u8, wakes: &mut WakeList) {
-        let head = self.head;
+        let head = self.ours_from(self.first);
         // SAFETY: non-null by the caller's contract; under the queue lock.
         unsafe {
             let node = &*head;
@@ -572,25 +600,27 @@ impl QueueGuard<'_> {
 
     /// Puts the caller's node back at the front of the queue, as `WAITING`
     /// with `task` (a licensed reader that a writer beat to the lock keeps
-    /// its place ahead of everyone who queued after it).
+    /// its place ahead of everyone who queued after it). It goes to the very
+    /// front of a shared list, which keeps every lock's own order.
     ///
     /// # Safety
     /// As [`push_back`](Self::push_back).
     pub(crate) unsafe fn push_front(&mut self, node: &Waiter, task: Task) {
+        debug_assert_eq!(node.key, self.key);
         let me = node as *const Waiter;
         // SAFETY: under the queue lock; the node is the caller's and unlinked;
         // linked nodes are alive (Invariant 2).
         unsafe {
             node.task.with_mut(|t| *t = Some(task));
-            match self.head.as_ref() {
-                Some(head) => {
-                    let tail = head.links.with(|l| (*l).prev);
-                    node.links.with_mut(|l| *l = Links { prev: tail, next: self.head });
-                    head.links.with_mut(|l| (*l).prev = me);
+            match self.first.as_ref() {
+                Some(first) => {
+                    let tail = first.links.with(|l| (*l).prev);
+                    node.links.with_mut(|l| *l = Links { prev: tail, next: self.first });
+                    first.links.with_mut(|l| (*l).prev = me);
                 }
                 None => node.links.with_mut(|l| *l = Links { prev: me, next: ptr::null() }),
             }
-            self.head = me;
+            self.first = me;
             node.set_state(WAITING);
         }
     }
@@ -623,7 +653,7 @@ impl QueueGuard<'_> {
 impl Drop for QueueGuard<'_> {
     #[inline]
     fn drop(&mut self) {
-        self.queue.unlock(self.head);
+        self.queue.unlock(self.first);
     }
 }
 

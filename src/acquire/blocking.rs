@@ -1,5 +1,6 @@
 //! The blocking front end: spin, then park the calling thread.
 
+use crate::layout::Layout;
 use crate::raw::RawRwLock;
 use crate::state::Kind;
 
@@ -11,7 +12,7 @@ use crate::state::Kind;
 /// exactly where tokio's own `blocking_*` methods panic.
 #[track_caller]
 #[inline]
-pub(crate) fn lock(lock: &RawRwLock, kind: Kind) {
+pub(crate) fn lock<L: Layout>(lock: &RawRwLock<L>, kind: Kind) {
     assert_blocking_allowed();
     if !lock.try_acquire(kind) {
         lock.lock_blocking_contended(kind);

@@ -11,6 +11,7 @@ use core::pin::Pin;
 use core::task::{Context, Poll, ready};
 
 use crate::config::{SPIN, SPIN_LIMIT_ASYNC_NS};
+use crate::layout::{Inline, Layout};
 use crate::raw::RawRwLock;
 use crate::state::Kind;
 use crate::wait_queue::{Task, Waiter};
@@ -27,8 +28,8 @@ enum Phase {
 }
 
 /// Acquires `lock` in mode `kind`; resolves once the lock is held.
-pub(crate) struct Acquire<'a> {
-    lock: &'a RawRwLock,
+pub(crate) struct Acquire<'a, L: Layout = Inline> {
+    lock: &'a RawRwLock<L>,
     node: Waiter,
     phase: Phase,
 }
@@ -38,18 +39,18 @@ pub(crate) struct Acquire<'a> {
 // the future itself; moving the future between threads or polling it from
 // one while another holds a `&` to it is therefore sound, as for tokio's
 // `Acquire`.
-unsafe impl Send for Acquire<'_> {}
+unsafe impl<L: Layout> Send for Acquire<'_, L> {}
 // SAFETY: `&Acquire` exposes nothing: every method takes `Pin<&mut Self>`.
-unsafe impl Sync for Acquire<'_> {}
+unsafe impl<L: Layout> Sync for Acquire<'_, L> {}
 
-impl<'a> Acquire<'a> {
+impl<'a, L: Layout> Acquire<'a, L> {
     #[inline]
-    pub(crate) fn new(lock: &'a RawRwLock, kind: Kind) -> Self {
-        Acquire { lock, node: Waiter::new(kind), phase: Phase::Start }
+    pub(crate) fn new(lock: &'a RawRwLock<L>, kind: Kind) -> Self {
+        Acquire { lock, node: Waiter::new(kind, lock.key()), phase: Phase::Start }
     }
 }
 
-impl Future for Acquire<'_> {
+impl<L: Layout> Future for Acquire<'_, L> {
     type Output = ();
 
     #[inline]
@@ -82,7 +83,7 @@ impl Future for Acquire<'_> {
     }
 }
 
-impl Drop for Acquire<'_> {
+impl<L: Layout> Drop for Acquire<'_, L> {
     fn drop(&mut self) {
         match self.phase {
             Phase::Queued => self.lock.cancel(&self.node),

@@ -1,0 +1,250 @@
+//! Where a lock keeps its word and its queue.
+//!
+//! The state machine in [`crate::raw`] works on a 32-bit lock word (layout in
+//! [`crate::state`]) and a [`WaitQueue`]. A [`Layout`] says where those live:
+//!
+//! * [`Inline`]: for [`RwLock`](crate::RwLock) and [`Mutex`](crate::Mutex),
+//!   the word, the reader limit and the queue side by side, 16 bytes.
+//! * [`Counted`]: for [`LockRef`](crate::LockRef), the lock word is the low
+//!   half of one 64-bit atomic whose high half is a reference count, and the
+//!   queue lives in a process-wide table of queues keyed by the lock's
+//!   address (parking_lot's design), so the whole lock is 8 bytes:
+//!
+//! ```text
+//!  63                                   32 31                               0
+//! +---------------------------------------+----------------------------------+
+//! |     reference count (COUNT_SHIFT)     |  lock word (crate::state layout) |
+//! +---------------------------------------+----------------------------------+
+//! ```
+//!
+//! Every operation of [`Layout`] acts on the low half only and leaves the
+//! count as it finds it; the count is changed by [`Counted::word`]'s users
+//! (the lockref fast paths), by compare-and-swap against the whole word.
+//!
+//! A shared queue holds the waiters of every lock that hashes to it; each
+//! node carries its lock's key (its address) and the queue guard shows a lock
+//! only its own nodes, in their FIFO order ([`QueueGuard`]).
+//!
+//! [`QueueGuard`]: crate::wait_queue::QueueGuard
+
+use crate::loom::{AtomicU32, AtomicU64, Ordering};
+use crate::wait_queue::WaitQueue;
+
+/// The storage of one lock: its 32-bit lock word, reader limit and queue.
+///
+/// The atomic methods mirror `AtomicU32`'s on the lock word, with its
+/// orderings.
+pub(crate) trait Layout: Sync {
+    fn load(&self, order: Ordering) -> u32;
+    fn compare_exchange(&self, current: u32, new: u32, success: Ordering, failure: Ordering) -> Result<u32, u32>;
+    fn compare_exchange_weak(&self, current: u32, new: u32, success: Ordering, failure: Ordering) -> Result<u32, u32>;
+    /// Adds `v`; the lock word must not overflow (it never does: the reader
+    /// count is bounded by `max_readers`).
+    fn fetch_add(&self, v: u32, order: Ordering) -> u32;
+    /// Subtracts `v`, which the lock word holds (the caller's own lock).
+    fn fetch_sub(&self, v: u32, order: Ordering) -> u32;
+    fn fetch_and(&self, v: u32, order: Ordering) -> u32;
+    /// The most readers that may hold the lock at once.
+    fn max_readers(&self) -> u32;
+    /// The queue that holds this lock's waiters.
+    fn queue(&self) -> &WaitQueue;
+    /// What marks this lock's nodes in its queue (0 for a queue of its own).
+    fn key(&self) -> usize;
+}
+
+/// The word, reader limit and queue of [`RwLock`](crate::RwLock) and
+/// [`Mutex`](crate::Mutex), inline.
+pub(crate) struct Inline {
+    state: AtomicU32,
+    max_readers: u32,
+    queue: WaitQueue,
+}
+
+impl Inline {
+    #[cfg(not(hybrid_sync_loom))]
+    pub(crate) const fn new(max_readers: u32) -> Self {
+        Inline { state: AtomicU32::new(0), max_readers, queue: WaitQueue::new() }
+    }
+
+    #[cfg(hybrid_sync_loom)]
+    pub(crate) fn new(max_readers: u32) -> Self {
+        Inline { state: AtomicU32::new(0), max_readers, queue: WaitQueue::new() }
+    }
+}
+
+impl Layout for Inline {
+    #[inline(always)]
+    fn load(&self, order: Ordering) -> u32 {
+        self.state.load(order)
+    }
+    #[inline(always)]
+    fn compare_exchange(&self, current: u32, new: u32, success: Ordering, failure: Ordering) -> Result<u32, u32> {
+        self.state.compare_exchange(current, new, success, failure)
+    }
+    #[inline(always)]
+    fn compare_exchange_weak(&self, current: u32, new: u32, success: Ordering, failure: Ordering) -> Result<u32, u32> {
+        self.state.compare_exchange_weak(current, new, success, failure)
+    }
+    #[inline(always)]
+    fn fetch_add(&self, v: u32, order: Ordering) -> u32 {
+        self.state.fetch_add(v, order)
+    }
+    #[inline(always)]
+    fn fetch_sub(&self, v: u32, order: Ordering) -> u32 {
+        self.state.fetch_sub(v, order)
+    }
+    #[inline(always)]
+    fn fetch_and(&self, v: u32, order: Ordering) -> u32 {
+        self.state.fetch_and(v, order)
+    }
+    #[inline(always)]
+    fn max_readers(&self) -> u32 {
+        self.max_readers
+    }
+    #[inline(always)]
+    fn queue(&self) -> &WaitQueue {
+        &self.queue
+    }
+    #[inline(always)]
+    fn key(&self) -> usize {
+        0
+    }
+}
+
+/// Where the count starts in a [`Counted`] word.
+pub(crate) const COUNT_SHIFT: u32 = 32;
+/// The lock-word half of a [`Counted`] word.
+const LOCK_MASK: u64 = (1 << COUNT_SHIFT) - 1;
+const _: () = assert!(LOCK_MASK == u32::MAX as u64);
+
+/// A lock word sharing one 64-bit atomic with a reference count (above).
+///
+/// Its queue is one of [`BUCKETS`] shared queues, picked by address; under
+/// the model checker (which cannot have statics) it has one of its own.
+pub(crate) struct Counted {
+    word: AtomicU64,
+    #[cfg(hybrid_sync_loom)]
+    queue: WaitQueue,
+}
+
+/// How many shared queues [`Counted`] locks hash into. Only locks with
+/// waiters use one, so collisions are rare; a collision costs a walk past
+/// the other lock's nodes under the queue lock, and the two locks share
+/// their spinner slots.
+const BUCKETS: usize = 128;
+
+/// One shared queue, on a cache line of its own.
+#[repr(align(64))]
+struct Bucket(WaitQueue);
+
+#[cfg(not(hybrid_sync_loom))]
+static TABLE: [Bucket; BUCKETS] = [const { Bucket(WaitQueue::new()) }; BUCKETS];
+
+/// The bucket of the lock at `addr` (Fibonacci hashing of the address).
+#[inline]
+pub(crate) fn bucket_index(addr: usize) -> usize {
+    const _: () = assert!(BUCKETS.is_power_of_two());
+    ((addr as u64 >> 3).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - BUCKETS.trailing_zeros())) as usize
+}
+
+impl Counted {
+    /// A free lock with `count` in its count half.
+    #[cfg(not(hybrid_sync_loom))]
+    pub(crate) const fn new(count: u32) -> Self {
+        Counted { word: AtomicU64::new((count as u64) << COUNT_SHIFT) }
+    }
+
+    #[cfg(hybrid_sync_loom)]
+    pub(crate) fn new(count: u32) -> Self {
+        Counted { word: AtomicU64::new((count as u64) << COUNT_SHIFT), queue: WaitQueue::new() }
+    }
+
+    /// The whole word, for the count's lockless updates.
+    #[inline(always)]
+    pub(crate) fn word(&self) -> &AtomicU64 {
+        &self.word
+    }
+}
+
+/// The lock half of a whole word.
+#[inline(always)]
+pub(crate) const fn lock_half(w: u64) -> u32 {
+    w as u32
+}
+
+/// The count half of a whole word.
+#[inline(always)]
+pub(crate) const fn count_half(w: u64) -> u32 {
+    (w >> COUNT_SHIFT) as u32
+}
+
+impl Layout for Counted {
+    #[inline(always)]
+    fn load(&self, order: Ordering) -> u32 {
+        lock_half(self.word.load(order))
+    }
+
+    /// A compare-and-swap of the lock half: it fails only if the lock half
+    /// differs from `current`, retrying while only the count moved under it.
+    #[inline]
+    fn compare_exchange(&self, current: u32, new: u32, success: Ordering, failure: Ordering) -> Result<u32, u32> {
+        let mut w = self.word.load(failure);
+        loop {
+            if lock_half(w) != current {
+                return Err(lock_half(w));
+            }
+            let next = (w & !LOCK_MASK) | u64::from(new);
+            match self.word.compare_exchange_weak(w, next, success, failure) {
+                Ok(_) => return Ok(current),
+                Err(actual) => w = actual,
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn compare_exchange_weak(&self, current: u32, new: u32, success: Ordering, failure: Ordering) -> Result<u32, u32> {
+        self.compare_exchange(current, new, success, failure)
+    }
+
+    #[inline(always)]
+    fn fetch_add(&self, v: u32, order: Ordering) -> u32 {
+        // No carry into the count: the lock half never overflows.
+        lock_half(self.word.fetch_add(u64::from(v), order))
+    }
+
+    #[inline(always)]
+    fn fetch_sub(&self, v: u32, order: Ordering) -> u32 {
+        // No borrow from the count: the lock half holds `v` (the caller's).
+        let old = lock_half(self.word.fetch_sub(u64::from(v), order));
+        debug_assert!(old >= v, "lock half {old:#x} does not hold {v:#x}");
+        old
+    }
+
+    #[inline(always)]
+    fn fetch_and(&self, v: u32, order: Ordering) -> u32 {
+        lock_half(self.word.fetch_and(u64::from(v) | !LOCK_MASK, order))
+    }
+
+    #[inline(always)]
+    fn max_readers(&self) -> u32 {
+        // A LockRef is only ever write-locked.
+        1
+    }
+
+    #[inline(always)]
+    fn queue(&self) -> &WaitQueue {
+        #[cfg(not(hybrid_sync_loom))]
+        {
+            &TABLE[bucket_index(self.key())].0
+        }
+        #[cfg(hybrid_sync_loom)]
+        {
+            &self.queue
+        }
+    }
+
+    #[inline(always)]
+    fn key(&self) -> usize {
+        &self.word as *const AtomicU64 as usize
+    }
+}

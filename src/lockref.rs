@@ -1,0 +1,960 @@
+//! [`LockRef`]: a reference count and a lock in one 64-bit atomic word, after
+//! the Linux kernel's `lockref`; and [`LockArc`], the owned handle built on it.
+
+use core::cell::UnsafeCell;
+use core::fmt;
+use core::future::Future;
+use core::marker::PhantomData;
+use core::ops::{Deref, DerefMut};
+use core::ptr::NonNull;
+
+use crate::acquire::future::Acquire;
+use crate::config::FAIR;
+use crate::error::TryLockError;
+use crate::layout::{COUNT_SHIFT, Counted, count_half, lock_half};
+use crate::loom::{Ordering, fence};
+use crate::raw::RawRwLock;
+use crate::state::{Kind, may_barge};
+
+/// The largest count a live [`LockRef`] holds: `i32::MAX`, as the kernel's
+/// `int` count. One more reference panics, as an `Arc` overflow aborts.
+pub const MAX_COUNT: u32 = i32::MAX as u32;
+
+/// The count of a dead `LockRef` ([`LockRefGuard::mark_dead`]): above every
+/// live count, so one comparison rejects both overflow and death.
+const DEAD: u32 = MAX_COUNT + 1;
+
+/// One reference, in the count half of the word.
+const ONE: u64 = 1 << COUNT_SHIFT;
+
+/// How many compare-and-swaps a lockless update tries before it takes the
+/// lock instead: the kernel's `CMPXCHG_LOOP` limit, with no pause between
+/// tries (a failed try means another update just succeeded).
+const CMPXCHG_LOOPS: u32 = 100;
+
+/// A reference count and a lock packed in one 64-bit atomic word, guarding a
+/// value: the Linux kernel's `lockref` for threads and tasks.
+///
+/// While the lock is free, [`get`](Self::get), [`put`](Self::put) and their
+/// conditional forms are one compare-and-swap on the word, with no lock
+/// taken; while it is held they wait for it and update the count under it.
+/// Every lockless update behaves as if the lock had been taken around it: a
+/// lock holder sees a count nobody else changes, and a lockless update sees
+/// the count as the last holder left it. That is what makes the pattern of
+/// the kernel's dentry cache safe: a lookup takes a reference only if the
+/// object is not dead ([`get_not_dead`](Self::get_not_dead)), while the last
+/// [`put_or_lock`](Self::put_or_lock) returns with the lock held so the
+/// caller can [`mark_dead`](LockRefGuard::mark_dead) and tear down, and no
+/// lookup can slip in between.
+///
+/// The lock half is the crate's hybrid lock: threads
+/// ([`lock`](Self::lock)) and tasks ([`lock_async`](Self::lock_async))
+/// spin briefly with per-address backoff, then queue in one FIFO with the
+/// same handoff bound as [`Mutex`](crate::Mutex). It guards the value and
+/// the count. Its waiters live in a process-wide table keyed by address, so
+/// `size_of::<LockRef<()>>()` is 8 bytes.
+///
+/// # The lock is for short critical sections
+///
+/// [`LockRefGuard`] is `!Send`, so a guard cannot be held across an `.await`
+/// in a spawned task: the lock is meant for updates of a few instructions,
+/// like the kernel's spinlock. In exchange, the count operations, which
+/// wait for the lock while it is held, may be called from async code as a
+/// `std::sync::Mutex` lock may. A wait that outlasts the spin parks the
+/// thread; on a worker of a multi-thread tokio runtime it parks inside
+/// `block_in_place`, so that the worker's other tasks (among them, perhaps,
+/// a `lock_async` waiter the lock was just handed to) keep running.
+///
+/// On a current-thread runtime (or a `LocalSet`) there is no other thread
+/// to run them: there, take the lock from tasks with either `lock_async` or
+/// the blocking methods, not both, and never hold a guard across `.await`
+/// (a `!Send` guard can be, there). Otherwise a count operation that falls
+/// back to the lock can wait for a task that cannot run until it returns.
+/// For a value locked across `.await`, use [`Mutex`](crate::Mutex).
+///
+/// # The count
+///
+/// Live counts are `0..=`[`MAX_COUNT`]. An increment past `MAX_COUNT`
+/// panics and leaves the count unchanged. A dead `LockRef` has no count
+/// ([`count`](Self::count) reads 0 and [`is_dead`](Self::is_dead) is true):
+/// [`get_not_zero`](Self::get_not_zero) and
+/// [`get_not_dead`](Self::get_not_dead) refuse it, and [`get`](Self::get)
+/// and [`put`](Self::put) panic on it, since a caller that holds a reference
+/// cannot meet a dead object. Only a lock holder can revive it
+/// ([`LockRefGuard::set_count`]).
+///
+/// # Examples
+///
+/// ```
+/// use hybrid_sync::LockRef;
+///
+/// let entry = LockRef::new(String::from("cached")); // count 1: ours
+/// entry.get(); // lockless: one compare-and-swap
+/// assert_eq!(entry.count(), 2);
+/// entry.put();
+///
+/// // The last reference: put_or_lock returns with the lock held, so we can
+/// // mark the entry dead before anyone else can take a new reference.
+/// let mut guard = entry.put_or_lock().expect("ours was the last reference");
+/// guard.mark_dead();
+/// guard.clear();
+/// drop(guard);
+/// assert!(!entry.get_not_dead());
+/// ```
+pub struct LockRef<T: ?Sized> {
+    pub(crate) raw: RawRwLock<Counted>,
+    value: UnsafeCell<T>,
+}
+
+// SAFETY: the value is reached only through guards, which the lock makes
+// exclusive; sending or sharing the `LockRef` can only move `T` between
+// threads. The count is an atomic.
+unsafe impl<T: ?Sized + Send> Send for LockRef<T> {}
+// SAFETY: as above: `&LockRef<T>` gives at most one thread `&mut T` at a time.
+unsafe impl<T: ?Sized + Send> Sync for LockRef<T> {}
+
+/// The outcome of one attempt at a lockless update.
+enum Lockless<R> {
+    /// The update was made; the new count.
+    Done(u32),
+    /// The update does not apply to the count seen (with the lock free, so
+    /// the answer is as good as one taken under the lock).
+    Refused(R),
+    /// The lock is held, a handoff is pending, or the word kept changing:
+    /// take the lock.
+    Busy,
+}
+
+impl<T> LockRef<T> {
+    /// A `LockRef` holding `value`, with a count of 1 (the caller's
+    /// reference, as `Arc::new` and the kernel's `lockref_init`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let r = hybrid_sync::LockRef::new(5);
+    /// assert_eq!(r.count(), 1);
+    /// ```
+    pub fn new(value: T) -> Self {
+        Self::with_count(1, value)
+    }
+
+    /// A `LockRef` holding `value`, with the given count.
+    ///
+    /// # Panics
+    ///
+    /// If `count` is over [`MAX_COUNT`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let r = hybrid_sync::LockRef::with_count(0, "idle");
+    /// assert!(!r.get_not_zero());
+    /// ```
+    #[track_caller]
+    pub fn with_count(count: u32, value: T) -> Self {
+        assert!(count <= MAX_COUNT, "LockRef count {count} is over MAX_COUNT ({MAX_COUNT})");
+        LockRef { raw: RawRwLock::with_layout(Counted::new(count)), value: UnsafeCell::new(value) }
+    }
+
+    /// Consumes the `LockRef`, returning the value.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(hybrid_sync::LockRef::new(7).into_inner(), 7);
+    /// ```
+    pub fn into_inner(self) -> T {
+        self.value.into_inner()
+    }
+}
+
+impl<T: ?Sized> LockRef<T> {
+    /// What marks this lock's waiters in its shared wait queue.
+    pub(crate) fn queue_key(&self) -> usize {
+        self.raw.key()
+    }
+
+    /// The word: count above, lock below.
+    #[inline(always)]
+    fn word(&self) -> &crate::loom::AtomicU64 {
+        self.raw.layout().word()
+    }
+
+    /// The kernel's `CMPXCHG_LOOP`: while the lock could be taken right now,
+    /// apply `update` to the count with one compare-and-swap, as if the lock
+    /// had been taken and released around it.
+    ///
+    /// "Could be taken right now" is the lock's own barging rule: the lock
+    /// half is free and no handoff is pending (under `fair`, nobody queued
+    /// either), so a lockless update never passes a waiter that the lock
+    /// itself would not let a newcomer pass.
+    #[inline(always)]
+    fn lockless<R>(&self, success: Ordering, update: impl Fn(u32) -> Result<u32, R>) -> Lockless<R> {
+        let word = self.word();
+        // Relaxed: the compare-and-swap below validates what we read; a
+        // refusal reads only the count, which is its own atomic variable.
+        let mut w = word.load(Ordering::Relaxed);
+        for _ in 0..CMPXCHG_LOOPS {
+            if !may_barge(Kind::Write, lock_half(w), 1, FAIR) {
+                return Lockless::Busy;
+            }
+            let count = match update(count_half(w)) {
+                Ok(count) => count,
+                Err(r) => return Lockless::Refused(r),
+            };
+            let new = (w & (ONE - 1)) | (u64::from(count) << COUNT_SHIFT);
+            match word.compare_exchange_weak(w, new, success, Ordering::Relaxed) {
+                Ok(_) => return Lockless::Done(count),
+                Err(actual) => w = actual,
+            }
+        }
+        Lockless::Busy
+    }
+
+    /// Applies `update` to the count under the lock, taking it the blocking
+    /// way (this is the fallback of a lockless update, for which the lock is
+    /// held only for short sections).
+    #[cold]
+    #[inline(never)]
+    fn locked<R>(&self, update: impl FnOnce(u32) -> Result<u32, R>) -> Result<u32, R> {
+        let mut guard = self.lock();
+        let count = guard.raw_count();
+        let new = update(count)?;
+        guard.store_count(new);
+        Ok(new)
+    }
+
+    /// Increments the count: lockless while the lock is free, else under it.
+    /// For a caller that already holds a reference (as the kernel's
+    /// `lockref_get`).
+    ///
+    /// # Panics
+    ///
+    /// If the count is [`MAX_COUNT`] (it is left unchanged), or the `LockRef`
+    /// is dead: a caller with a reference cannot meet a dead object.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let r = hybrid_sync::LockRef::new(());
+    /// r.get();
+    /// assert_eq!(r.count(), 2);
+    /// ```
+    #[inline]
+    #[track_caller]
+    pub fn get(&self) {
+        // Relaxed: a new reference to an object the caller already holds a
+        // reference to publishes and reads nothing (`Arc::clone`'s argument);
+        // the value is reached only through the lock, which orders itself.
+        match self.lockless(Ordering::Relaxed, |c| if c < MAX_COUNT { Ok(c + 1) } else { Err(c) }) {
+            Lockless::Done(_) => {}
+            Lockless::Refused(c) => count_panic("get", c),
+            Lockless::Busy => {
+                if let Err(c) = self.locked(|c| if c < MAX_COUNT { Ok(c + 1) } else { Err(c) }) {
+                    count_panic("get", c)
+                }
+            }
+        }
+    }
+
+    /// Increments the count unless it is 0 (or the `LockRef` is dead);
+    /// returns whether it did (the kernel's `lockref_get_not_zero`).
+    ///
+    /// # Panics
+    ///
+    /// If the count is [`MAX_COUNT`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let r = hybrid_sync::LockRef::with_count(0, ());
+    /// assert!(!r.get_not_zero());
+    /// r.get();
+    /// assert!(r.get_not_zero());
+    /// ```
+    #[inline]
+    #[track_caller]
+    pub fn get_not_zero(&self) -> bool {
+        self.get_if("get_not_zero", |c| c > 0)
+    }
+
+    /// Increments the count unless the `LockRef` is dead; returns whether it
+    /// did (the kernel's `lockref_get_not_dead`). The lookup of a shared
+    /// cache entry that may be torn down concurrently.
+    ///
+    /// # Panics
+    ///
+    /// If the count is [`MAX_COUNT`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let r = hybrid_sync::LockRef::with_count(0, ());
+    /// assert!(r.get_not_dead());
+    /// r.lock().mark_dead();
+    /// assert!(!r.get_not_dead());
+    /// ```
+    #[inline]
+    #[track_caller]
+    pub fn get_not_dead(&self) -> bool {
+        self.get_if("get_not_dead", |_| true)
+    }
+
+    #[inline(always)]
+    #[track_caller]
+    fn get_if(&self, what: &'static str, live: impl Fn(u32) -> bool + Copy) -> bool {
+        let update = |c: u32| match c {
+            DEAD => Err(false),
+            MAX_COUNT => Err(true),
+            c if live(c) => Ok(c + 1),
+            _ => Err(false),
+        };
+        // Relaxed: as in `get`; the value is reached only through the lock.
+        let result = match self.lockless(Ordering::Relaxed, update) {
+            Lockless::Done(_) => return true,
+            Lockless::Refused(overflow) => Err(overflow),
+            Lockless::Busy => self.locked(update).map(drop),
+        };
+        match result {
+            Ok(()) => true,
+            Err(false) => false,
+            Err(true) => count_panic(what, MAX_COUNT),
+        }
+    }
+
+    /// Decrements the count, to 0 if it is 1: lockless while the lock is
+    /// free, else under it. To tear down at zero under the lock, use
+    /// [`put_or_lock`](Self::put_or_lock).
+    ///
+    /// # Panics
+    ///
+    /// If the count is 0 or the `LockRef` is dead (there is no reference to
+    /// give back).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let r = hybrid_sync::LockRef::with_count(2, ());
+    /// r.put();
+    /// assert_eq!(r.count(), 1);
+    /// ```
+    #[inline]
+    #[track_caller]
+    pub fn put(&self) {
+        let update = |c: u32| if c > 0 && c != DEAD { Ok(c - 1) } else { Err(c) };
+        // Release: the caller's uses of the object happen before whoever
+        // sees the count drop to zero tears it down (`Arc::drop`'s argument).
+        let count = match self.lockless(Ordering::Release, update) {
+            Lockless::Done(count) => count,
+            Lockless::Refused(c) => count_panic("put", c),
+            Lockless::Busy => match self.locked(update) {
+                Ok(count) => count,
+                Err(c) => count_panic("put", c),
+            },
+        };
+        if count == 0 {
+            // Acquire: pairs with the Release of every earlier put, so the
+            // caller may tear down after this (`Arc::drop`'s fence).
+            fence(Ordering::Acquire);
+        }
+    }
+
+    /// Decrements the count unless it is 1 or less (or the `LockRef` is
+    /// dead); returns whether it did (the kernel's `lockref_put_not_zero`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let r = hybrid_sync::LockRef::with_count(2, ());
+    /// assert!(r.put_not_zero());
+    /// assert!(!r.put_not_zero());
+    /// assert_eq!(r.count(), 1);
+    /// ```
+    #[inline]
+    pub fn put_not_zero(&self) -> bool {
+        let update = |c: u32| if c > 1 && c != DEAD { Ok(c - 1) } else { Err(()) };
+        // Release: as in `put`.
+        match self.lockless(Ordering::Release, update) {
+            Lockless::Done(_) => true,
+            Lockless::Refused(()) => false,
+            Lockless::Busy => self.locked(update).is_ok(),
+        }
+    }
+
+    /// Decrements the count locklessly and returns the new count, or `None`
+    /// if it could not: the count was 0, the `LockRef` is dead, or the lock
+    /// was held (the kernel's `lockref_put_return`, which never waits). On
+    /// `Some(0)` the caller holds the last reference and may tear down.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let r = hybrid_sync::LockRef::with_count(1, ());
+    /// let guard = r.lock();
+    /// assert_eq!(r.put_return(), None); // locked: the caller falls back
+    /// drop(guard);
+    /// assert_eq!(r.put_return(), Some(0));
+    /// assert_eq!(r.put_return(), None);
+    /// ```
+    #[inline]
+    pub fn put_return(&self) -> Option<u32> {
+        // Release: as in `put`.
+        match self.lockless(Ordering::Release, |c| if c > 0 && c != DEAD { Ok(c - 1) } else { Err(()) }) {
+            Lockless::Done(count) => {
+                if count == 0 {
+                    // Acquire: as in `put`.
+                    fence(Ordering::Acquire);
+                }
+                Some(count)
+            }
+            Lockless::Refused(()) | Lockless::Busy => None,
+        }
+    }
+
+    /// Decrements the count unless that would take it to zero: with a count
+    /// of 1 or less (or a dead `LockRef`) it returns with the lock held and
+    /// the count unchanged, so the caller can decide, under the lock,
+    /// whether to tear down (the kernel's `lockref_put_or_lock`).
+    ///
+    /// Waits for the lock the blocking way, like [`lock`](Self::lock).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let r = hybrid_sync::LockRef::with_count(2, vec![1, 2]);
+    /// assert!(r.put_or_lock().is_none()); // 2 -> 1
+    /// let mut last = r.put_or_lock().expect("the last reference");
+    /// assert_eq!(last.count(), 1);
+    /// last.set_count(0);
+    /// last.clear();
+    /// ```
+    #[inline]
+    pub fn put_or_lock(&self) -> Option<LockRefGuard<'_, T>> {
+        // Release: as in `put`. (The caller that gets the lock instead
+        // synchronizes through the lock's Acquire.)
+        match self.lockless(Ordering::Release, |c| if c > 1 && c != DEAD { Ok(c - 1) } else { Err(()) }) {
+            Lockless::Done(_) => None,
+            Lockless::Refused(()) | Lockless::Busy => self.put_or_lock_slow(),
+        }
+    }
+
+    #[cold]
+    fn put_or_lock_slow(&self) -> Option<LockRefGuard<'_, T>> {
+        let mut guard = self.lock();
+        match guard.raw_count() {
+            c if c > 1 && c != DEAD => {
+                guard.store_count(c - 1);
+                None
+            }
+            _ => Some(guard),
+        }
+    }
+
+    /// The count now: a snapshot that other threads may change at once.
+    /// 0 for a dead `LockRef`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let r = hybrid_sync::LockRef::with_count(3, ());
+    /// assert_eq!(r.count(), 3);
+    /// ```
+    #[inline]
+    pub fn count(&self) -> u32 {
+        // Relaxed: a snapshot, ordered with nothing.
+        match count_half(self.word().load(Ordering::Relaxed)) {
+            DEAD => 0,
+            c => c,
+        }
+    }
+
+    /// Whether the `LockRef` has been marked dead
+    /// ([`LockRefGuard::mark_dead`]). Once dead it stays dead unless a lock
+    /// holder sets a count again.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let r = hybrid_sync::LockRef::new(());
+    /// assert!(!r.is_dead());
+    /// ```
+    #[inline]
+    pub fn is_dead(&self) -> bool {
+        // Relaxed: as in `count`.
+        count_half(self.word().load(Ordering::Relaxed)) == DEAD
+    }
+
+    /// Locks the value and the count from a thread, spinning briefly and
+    /// then parking until the lock is free. It shares the wait queue with
+    /// [`lock_async`](Self::lock_async) callers.
+    ///
+    /// Unlike [`Mutex::blocking_lock`](crate::Mutex::blocking_lock) it may be
+    /// called from async code, as `std::sync::Mutex::lock` may: the guard is
+    /// `!Send` and its sections are short (see the type's docs).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let r = hybrid_sync::LockRef::new(1);
+    /// *r.lock() += 1;
+    /// assert_eq!(*r.lock(), 2);
+    /// ```
+    #[inline]
+    pub fn lock(&self) -> LockRefGuard<'_, T> {
+        if !self.raw.try_acquire(Kind::Write) {
+            self.lock_slow();
+        }
+        // SAFETY: the lock is ours.
+        unsafe { LockRefGuard::new(self) }
+    }
+
+    /// The contended path of [`lock`](Self::lock): spin, then park. On a
+    /// worker of a multi-thread tokio runtime the park runs inside
+    /// `block_in_place`, which hands the worker's other tasks to another
+    /// thread first: the lock may have been handed to a task that is still
+    /// waiting in a run queue (a due waiter of `lock_async`), and the task
+    /// must be able to run while this thread waits for it.
+    #[cold]
+    #[inline(never)]
+    fn lock_slow(&self) {
+        if self.raw.spin_only(Kind::Write, crate::config::SPIN_LIMIT_BLOCKING_NS) {
+            return;
+        }
+        #[cfg(not(hybrid_sync_loom))]
+        if tokio::runtime::Handle::try_current()
+            .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread)
+        {
+            return tokio::task::block_in_place(|| self.raw.lock_blocking_contended(Kind::Write));
+        }
+        self.raw.lock_blocking_contended(Kind::Write);
+    }
+
+    /// Locks the value and the count from a task: spins briefly, then
+    /// queues with the task's waker (beside any threads waiting in
+    /// [`lock`](Self::lock)) and resolves once the lock is ours.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: dropping the future gives up its place in the queue, and
+    /// a lock that was handed to it meanwhile is passed on.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let r = hybrid_sync::LockRef::new(1);
+    /// {
+    ///     let mut guard = r.lock_async().await;
+    ///     *guard += 1;
+    /// } // dropped before any other `.await`
+    /// assert_eq!(*r.lock_async().await, 2);
+    /// # }
+    /// ```
+    pub fn lock_async(&self) -> impl Future<Output = LockRefGuard<'_, T>> + Send + '_
+    where
+        T: Send,
+    {
+        let acquire = Acquire::new(&self.raw, Kind::Write);
+        async move {
+            acquire.await;
+            // SAFETY: the future above completed, so the lock is ours.
+            unsafe { LockRefGuard::new(self) }
+        }
+    }
+
+    /// Locks the value and the count if the lock is free right now.
+    ///
+    /// # Errors
+    ///
+    /// [`TryLockError`] if the lock is held, or a handoff to a waiter is
+    /// pending.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let r = hybrid_sync::LockRef::new(());
+    /// let guard = r.try_lock().unwrap();
+    /// assert!(r.try_lock().is_err());
+    /// ```
+    #[inline]
+    pub fn try_lock(&self) -> Result<LockRefGuard<'_, T>, TryLockError> {
+        if self.raw.try_acquire(Kind::Write) {
+            // SAFETY: just acquired.
+            Ok(unsafe { LockRefGuard::new(self) })
+        } else {
+            Err(TryLockError(()))
+        }
+    }
+
+    /// The value, through exclusive access (no locking needed).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut r = hybrid_sync::LockRef::new(1);
+    /// *r.get_mut() = 2;
+    /// assert_eq!(r.into_inner(), 2);
+    /// ```
+    pub fn get_mut(&mut self) -> &mut T {
+        self.value.get_mut()
+    }
+}
+
+impl<T: Default> Default for LockRef<T> {
+    fn default() -> Self {
+        Self::new(T::default())
+    }
+}
+
+impl<T> From<T> for LockRef<T> {
+    fn from(value: T) -> Self {
+        Self::new(value)
+    }
+}
+
+impl<T: ?Sized + fmt::Debug> fmt::Debug for LockRef<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("LockRef");
+        match self.is_dead() {
+            true => d.field("count", &"dead"),
+            false => d.field("count", &self.count()),
+        };
+        match self.try_lock() {
+            Ok(guard) => d.field("value", &&*guard),
+            Err(_) => d.field("value", &format_args!("<locked>")),
+        };
+        d.finish()
+    }
+}
+
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn count_panic(what: &str, count: u32) -> ! {
+    match count {
+        DEAD => panic!("LockRef::{what} on a dead LockRef"),
+        MAX_COUNT => panic!("LockRef::{what}: reference count overflow (the count is at MAX_COUNT, {MAX_COUNT})"),
+        _ => panic!("LockRef::{what} with a count of {count}: there is no reference to give back"),
+    }
+}
+
+/// The lock of a [`LockRef`], held: access to the value and the count.
+///
+/// `!Send`: it cannot be held across an `.await` in a spawned task (see
+/// [`LockRef`]'s docs on short sections). The lock is released on drop.
+///
+/// ```compile_fail
+/// # async fn other() {}
+/// let r = std::sync::Arc::new(hybrid_sync::LockRef::new(0));
+/// tokio::spawn(async move {
+///     let guard = r.lock_async().await;
+///     other().await; // error: the guard is not `Send`
+///     drop(guard);
+/// });
+/// ```
+///
+/// In a block that ends before the `.await` (as with a `std::sync::MutexGuard`,
+/// the compiler goes by scopes, not by `drop` calls), it is fine:
+///
+/// ```
+/// # async fn other() {}
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let r = std::sync::Arc::new(hybrid_sync::LockRef::new(0));
+/// tokio::spawn(async move {
+///     {
+///         let mut guard = r.lock_async().await;
+///         *guard += 1;
+///     }
+///     other().await;
+/// })
+/// .await
+/// .unwrap();
+/// # }
+/// ```
+#[must_use = "if unused the LockRef unlocks at once"]
+pub struct LockRefGuard<'a, T: ?Sized> {
+    lock: &'a LockRef<T>,
+    /// `!Send`: the guard stays on the thread (and task) that locked.
+    _not_send: PhantomData<*const ()>,
+}
+
+// SAFETY: sharing the guard shares `&T` only (every `&mut` access takes
+// `&mut self`), which is sound for `T: Sync`.
+unsafe impl<T: ?Sized + Sync> Sync for LockRefGuard<'_, T> {}
+
+impl<'a, T: ?Sized> LockRefGuard<'a, T> {
+    /// # Safety
+    /// The caller holds `lock`'s lock and gives it to the guard.
+    #[inline]
+    unsafe fn new(lock: &'a LockRef<T>) -> Self {
+        LockRefGuard { lock, _not_send: PhantomData }
+    }
+
+    /// The count half as stored (DEAD included).
+    #[inline]
+    fn raw_count(&self) -> u32 {
+        // Relaxed: with the lock held nobody else writes the count, and the
+        // lock's Acquire made the last writer's value visible.
+        count_half(self.lock.word().load(Ordering::Relaxed))
+    }
+
+    /// Replaces the count half, leaving the lock half (where waiters may be
+    /// setting flags) alone.
+    #[inline]
+    fn store_count(&mut self, count: u32) {
+        let old = self.raw_count();
+        // One add of the difference, shifted: it wraps in the count half
+        // and never carries into the lock half, whose bits are all zero in
+        // the addend. Relaxed: the lock orders the count for its next
+        // holder, and a lockless update reads it back through the lock
+        // word's modification order after our Release unlock.
+        self.lock.word().fetch_add(u64::from(count.wrapping_sub(old)) << COUNT_SHIFT, Ordering::Relaxed);
+    }
+
+    /// The count: stable while the guard is held (lockless updates wait for
+    /// the lock). 0 for a dead `LockRef`.
+    #[inline]
+    pub fn count(&self) -> u32 {
+        match self.raw_count() {
+            DEAD => 0,
+            c => c,
+        }
+    }
+
+    /// Sets the count, reviving a dead `LockRef`.
+    ///
+    /// # Panics
+    ///
+    /// If `count` is over [`MAX_COUNT`].
+    #[inline]
+    #[track_caller]
+    pub fn set_count(&mut self, count: u32) {
+        assert!(count <= MAX_COUNT, "LockRef count {count} is over MAX_COUNT ({MAX_COUNT})");
+        self.store_count(count);
+    }
+
+    /// Marks the `LockRef` dead (the kernel's `lockref_mark_dead`): from now
+    /// on [`get_not_dead`](LockRef::get_not_dead) and
+    /// [`get_not_zero`](LockRef::get_not_zero) fail and the count reads 0.
+    /// The usual last step before tearing down the object, under the lock
+    /// that [`put_or_lock`](LockRef::put_or_lock) returned.
+    #[inline]
+    pub fn mark_dead(&mut self) {
+        self.store_count(DEAD);
+    }
+
+    /// Whether the `LockRef` is dead.
+    #[inline]
+    pub fn is_dead(&self) -> bool {
+        self.raw_count() == DEAD
+    }
+}
+
+impl<T: ?Sized> Deref for LockRefGuard<'_, T> {
+    type Target = T;
+    #[inline]
+    fn deref(&self) -> &T {
+        // SAFETY: the lock is held by this guard, so nobody else has `&mut T`.
+        unsafe { &*self.lock.value.get() }
+    }
+}
+
+impl<T: ?Sized> DerefMut for LockRefGuard<'_, T> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut T {
+        // SAFETY: the lock is held by this guard, and `&mut self` makes this
+        // the only access through it.
+        unsafe { &mut *self.lock.value.get() }
+    }
+}
+
+impl<T: ?Sized> Drop for LockRefGuard<'_, T> {
+    #[inline]
+    fn drop(&mut self) {
+        // SAFETY: the guard holds the lock and gives it up.
+        unsafe { self.lock.raw.write_unlock() }
+    }
+}
+
+impl<T: ?Sized + fmt::Debug> fmt::Debug for LockRefGuard<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&**self, f)
+    }
+}
+
+impl<T: ?Sized + fmt::Display> fmt::Display for LockRefGuard<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&**self, f)
+    }
+}
+
+/// A shared, locked value whose handles are counted in its lock word: what
+/// `Arc<Mutex<T>>` is, with the `Arc`'s count and the mutex's lock in one
+/// 64-bit word ([`LockRef`]).
+///
+/// `clone` is one lockless compare-and-swap (`get`), and `drop` one more
+/// (`put`), except for the last handle, whose drop takes the lock, marks
+/// the count dead and frees the value. The value is reached through
+/// [`lock`](Self::lock) (threads) or [`lock_async`](Self::lock_async)
+/// (tasks), with the same short-section rules as [`LockRef`].
+///
+/// # Examples
+///
+/// ```
+/// use hybrid_sync::LockArc;
+///
+/// let hits = LockArc::new(0u64);
+/// let threads: Vec<_> = (0..4)
+///     .map(|_| {
+///         let hits = hits.clone();
+///         std::thread::spawn(move || *hits.lock() += 1)
+///     })
+///     .collect();
+/// for t in threads {
+///     t.join().unwrap();
+/// }
+/// assert_eq!(*hits.lock(), 4);
+/// assert_eq!(LockArc::count(&hits), 1);
+/// ```
+pub struct LockArc<T: ?Sized> {
+    inner: NonNull<LockRef<T>>,
+    _owns: PhantomData<LockRef<T>>,
+}
+
+// SAFETY: as `Arc<Mutex<T>>`: handles on several threads share the
+// `LockRef<T>`, which is Send + Sync for `T: Send`.
+unsafe impl<T: ?Sized + Send> Send for LockArc<T> {}
+// SAFETY: as above.
+unsafe impl<T: ?Sized + Send> Sync for LockArc<T> {}
+
+impl<T> LockArc<T> {
+    /// Moves `value` to the heap, with one handle.
+    pub fn new(value: T) -> Self {
+        let inner = Box::new(LockRef::new(value));
+        LockArc { inner: NonNull::from(Box::leak(inner)), _owns: PhantomData }
+    }
+}
+
+impl<T: ?Sized> LockArc<T> {
+    #[inline]
+    fn inner(&self) -> &LockRef<T> {
+        // SAFETY: the allocation lives while any handle does, and we are one.
+        unsafe { self.inner.as_ref() }
+    }
+
+    /// How many handles exist (a snapshot).
+    pub fn count(this: &Self) -> u32 {
+        this.inner().count()
+    }
+
+    /// Whether two handles share one value.
+    pub fn ptr_eq(this: &Self, other: &Self) -> bool {
+        core::ptr::addr_eq(this.inner.as_ptr(), other.inner.as_ptr())
+    }
+
+    /// Locks the value from a thread; see [`LockRef::lock`].
+    #[inline]
+    pub fn lock(&self) -> LockArcGuard<'_, T> {
+        LockArcGuard(self.inner().lock())
+    }
+
+    /// Locks the value from a task; see [`LockRef::lock_async`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe, as [`LockRef::lock_async`].
+    pub fn lock_async(&self) -> impl Future<Output = LockArcGuard<'_, T>> + Send + '_
+    where
+        T: Send,
+    {
+        let lock = self.inner().lock_async();
+        async move { LockArcGuard(lock.await) }
+    }
+
+    /// Locks the value if the lock is free right now.
+    ///
+    /// # Errors
+    ///
+    /// [`TryLockError`] if it is not.
+    #[inline]
+    pub fn try_lock(&self) -> Result<LockArcGuard<'_, T>, TryLockError> {
+        self.inner().try_lock().map(LockArcGuard)
+    }
+}
+
+impl<T: ?Sized> Clone for LockArc<T> {
+    /// A new handle: one lockless increment while the lock is free.
+    ///
+    /// # Panics
+    ///
+    /// If [`MAX_COUNT`] handles exist already.
+    #[inline]
+    fn clone(&self) -> Self {
+        self.inner().get();
+        LockArc { inner: self.inner, _owns: PhantomData }
+    }
+}
+
+impl<T: ?Sized> Drop for LockArc<T> {
+    #[inline]
+    fn drop(&mut self) {
+        let Some(mut last) = self.inner().put_or_lock() else { return };
+        // The last handle: nobody can take a new one (handles are only made
+        // from handles), so the count is 1. Mark it dead under the lock, as
+        // the kernel tears down a dentry, then free.
+        debug_assert_eq!(last.count(), 1);
+        last.mark_dead();
+        drop(last);
+        // SAFETY: the allocation came from `Box::leak` in `new`; this was the
+        // last handle, the lock is free again and nothing else refers to it.
+        drop(unsafe { Box::from_raw(self.inner.as_ptr()) });
+    }
+}
+
+impl<T: Default> Default for LockArc<T> {
+    fn default() -> Self {
+        Self::new(T::default())
+    }
+}
+
+impl<T: ?Sized + fmt::Debug> fmt::Debug for LockArc<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("LockArc").field(&self.inner()).finish()
+    }
+}
+
+/// The lock of a [`LockArc`], held. `!Send`, like [`LockRefGuard`]; unlike
+/// it, it cannot change the count, which belongs to the handles.
+#[must_use = "if unused the LockArc unlocks at once"]
+pub struct LockArcGuard<'a, T: ?Sized>(LockRefGuard<'a, T>);
+
+impl<T: ?Sized> LockArcGuard<'_, T> {
+    /// How many handles exist (stable while the guard is held).
+    pub fn count(&self) -> u32 {
+        self.0.count()
+    }
+}
+
+impl<T: ?Sized> Deref for LockArcGuard<'_, T> {
+    type Target = T;
+    #[inline]
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+impl<T: ?Sized> DerefMut for LockArcGuard<'_, T> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut T {
+        &mut self.0
+    }
+}
+
+impl<T: ?Sized + fmt::Debug> fmt::Debug for LockArcGuard<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&**self, f)
+    }
+}

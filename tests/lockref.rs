@@ -1,0 +1,495 @@
+//! `LockRef` and `LockArc`: every operation, the zero and dead edge cases,
+//! lockless updates waiting for a held lock, threads and tasks in one queue,
+//! two `LockRef`s sharing a wait-queue bucket, and a threads + tasks stress
+//! that checks the final count exactly.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::SeqCst};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use hybrid_sync::{LockArc, LockRef, MAX_COUNT};
+use tokio_test::{assert_pending, assert_ready, task::spawn};
+
+fn panic_message(f: impl FnOnce()) -> String {
+    let err = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).expect_err("expected a panic");
+    err.downcast_ref::<String>()
+        .cloned()
+        .or_else(|| err.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_default()
+}
+
+#[test]
+fn sizes() {
+    assert_eq!(size_of::<LockRef<()>>(), 8);
+    assert_eq!(size_of::<LockRef<u32>>(), 16);
+    assert_eq!(size_of::<LockArc<()>>(), size_of::<usize>());
+    assert_eq!(size_of::<Option<LockArc<()>>>(), size_of::<usize>());
+}
+
+#[test]
+fn new_and_with_count() {
+    let r = LockRef::new(());
+    assert_eq!(r.count(), 1);
+    assert!(!r.is_dead());
+    assert_eq!(LockRef::with_count(0, ()).count(), 0);
+    assert_eq!(LockRef::with_count(MAX_COUNT, ()).count(), MAX_COUNT);
+    let msg = panic_message(|| {
+        LockRef::with_count(MAX_COUNT + 1, ());
+    });
+    assert!(msg.contains("over MAX_COUNT"), "{msg}");
+    assert_eq!(LockRef::<u8>::default().count(), 1);
+}
+
+#[test]
+fn get_and_put() {
+    let r = LockRef::with_count(0, ());
+    for i in 1..=10 {
+        r.get();
+        assert_eq!(r.count(), i);
+    }
+    for i in (0..10).rev() {
+        r.put();
+        assert_eq!(r.count(), i);
+    }
+    let msg = panic_message(|| r.put());
+    assert!(msg.contains("no reference to give back"), "{msg}");
+    assert_eq!(r.count(), 0);
+}
+
+#[test]
+fn overflow_panics_and_leaves_the_count() {
+    let r = LockRef::with_count(MAX_COUNT, ());
+    let msg = panic_message(|| r.get());
+    assert!(msg.contains("overflow"), "{msg}");
+    let msg = panic_message(|| {
+        r.get_not_zero();
+    });
+    assert!(msg.contains("overflow"), "{msg}");
+    let msg = panic_message(|| {
+        r.get_not_dead();
+    });
+    assert!(msg.contains("overflow"), "{msg}");
+    assert_eq!(r.count(), MAX_COUNT);
+    // Through the lock path too.
+    let guard = r.lock();
+    let r2 = &r;
+    let t = thread::scope(|s| {
+        let h = s.spawn(move || panic_message(|| r2.get()));
+        thread::sleep(Duration::from_millis(20));
+        drop(guard);
+        h.join().unwrap()
+    });
+    assert!(t.contains("overflow"), "{t}");
+    assert_eq!(r.count(), MAX_COUNT);
+    // The lock was released by the panicking fallback.
+    assert!(r.try_lock().is_ok());
+}
+
+#[test]
+fn conditional_gets() {
+    let r = LockRef::with_count(0, ());
+    assert!(!r.get_not_zero());
+    assert_eq!(r.count(), 0);
+    assert!(r.get_not_dead());
+    assert_eq!(r.count(), 1);
+    assert!(r.get_not_zero());
+    assert_eq!(r.count(), 2);
+    r.lock().mark_dead();
+    assert!(r.is_dead());
+    assert_eq!(r.count(), 0);
+    assert!(!r.get_not_zero());
+    assert!(!r.get_not_dead());
+    assert_eq!(r.count(), 0);
+    let msg = panic_message(|| r.get());
+    assert!(msg.contains("dead"), "{msg}");
+    let msg = panic_message(|| r.put());
+    assert!(msg.contains("dead"), "{msg}");
+    // A lock holder can revive it.
+    r.lock().set_count(3);
+    assert!(!r.is_dead());
+    assert!(r.get_not_zero());
+    assert_eq!(r.count(), 4);
+}
+
+#[test]
+fn conditional_puts() {
+    let r = LockRef::with_count(3, ());
+    assert!(r.put_not_zero());
+    assert!(r.put_not_zero());
+    assert!(!r.put_not_zero());
+    assert_eq!(r.count(), 1);
+    assert_eq!(r.put_return(), Some(0));
+    assert_eq!(r.put_return(), None);
+    assert!(!r.put_not_zero());
+    r.lock().set_count(2);
+    assert_eq!(r.put_return(), Some(1));
+    {
+        let _held = r.lock();
+        // Held: put_return never waits.
+        assert_eq!(r.put_return(), None);
+    }
+    r.lock().mark_dead();
+    assert_eq!(r.put_return(), None);
+    assert!(!r.put_not_zero());
+}
+
+#[test]
+fn put_or_lock() {
+    let r = LockRef::with_count(3, 10);
+    assert!(r.put_or_lock().is_none());
+    assert!(r.put_or_lock().is_none());
+    assert_eq!(r.count(), 1);
+    let mut guard = r.put_or_lock().expect("count 1: the lock, count unchanged");
+    assert_eq!(guard.count(), 1);
+    assert_eq!(*guard, 10);
+    *guard = 0;
+    guard.mark_dead();
+    assert!(guard.is_dead());
+    drop(guard);
+    // Dead or zero: always the lock.
+    let guard = r.put_or_lock().expect("dead");
+    assert!(guard.is_dead());
+    drop(guard);
+    let z = LockRef::with_count(0, ());
+    assert_eq!(z.put_or_lock().expect("zero").count(), 0);
+}
+
+#[test]
+fn guard_count_and_value() {
+    let r = LockRef::new(String::from("a"));
+    let mut g = r.lock();
+    g.push('b');
+    assert_eq!(g.count(), 1);
+    g.set_count(7);
+    assert_eq!(g.count(), 7);
+    assert_eq!(format!("{g:?}"), "\"ab\"");
+    assert_eq!(format!("{g}"), "ab");
+    let msg = panic_message(|| g.set_count(MAX_COUNT + 1));
+    assert!(msg.contains("over MAX_COUNT"), "{msg}");
+    drop(g);
+    assert_eq!(r.count(), 7);
+    assert_eq!(format!("{r:?}"), "LockRef { count: 7, value: \"ab\" }");
+    let g = r.lock();
+    assert_eq!(format!("{r:?}"), "LockRef { count: 7, value: <locked> }");
+    drop(g);
+    r.lock().mark_dead();
+    assert_eq!(format!("{r:?}"), "LockRef { count: \"dead\", value: \"ab\" }");
+    let mut r = r;
+    r.get_mut().push('c');
+    assert_eq!(r.into_inner(), "abc");
+}
+
+#[test]
+fn try_lock() {
+    let r = LockRef::new(());
+    let g = r.try_lock().unwrap();
+    assert_eq!(r.try_lock().unwrap_err().to_string(), "operation would block");
+    drop(g);
+    assert!(r.try_lock().is_ok());
+}
+
+/// Every lockless operation waits while the lock is held, so a lock holder
+/// sees a count nobody else changes ("as if the lock had been taken").
+#[test]
+fn updates_wait_for_a_held_lock() {
+    type Op = fn(&LockRef<()>);
+    let ops: [(&str, Op, u32); 5] = [
+        ("get", |r| r.get(), 6),
+        ("get_not_zero", |r| assert!(r.get_not_zero()), 6),
+        ("get_not_dead", |r| assert!(r.get_not_dead()), 6),
+        ("put", |r| r.put(), 4),
+        ("put_not_zero", |r| assert!(r.put_not_zero()), 4),
+    ];
+    for (name, op, after) in ops {
+        let r = LockRef::with_count(5, ());
+        let done = AtomicBool::new(false);
+        thread::scope(|s| {
+            let guard = r.lock();
+            s.spawn(|| {
+                op(&r);
+                done.store(true, SeqCst);
+            });
+            thread::sleep(Duration::from_millis(30));
+            assert!(!done.load(SeqCst), "{name} did not wait for the lock");
+            assert_eq!(guard.count(), 5, "{name} changed the count under the lock");
+            drop(guard);
+        });
+        assert!(done.load(SeqCst));
+        assert_eq!(r.count(), after, "{name}");
+    }
+}
+
+#[test]
+fn async_lock_queues_behind_a_thread_and_is_cancel_safe() {
+    let r = LockRef::new(0);
+    let held = r.lock();
+    let mut first = spawn(r.lock_async());
+    let mut second = spawn(r.lock_async());
+    assert_pending!(first.poll());
+    assert_pending!(second.poll());
+    // A count update while the lock is held and tasks wait falls back to the
+    // lock and queues behind them; do it on a thread.
+    thread::scope(|s| {
+        let t = s.spawn(|| r.get());
+        thread::sleep(Duration::from_millis(10));
+        drop(held);
+        assert!(first.is_woken());
+        let mut g = assert_ready!(first.poll());
+        *g += 1;
+        assert_eq!(g.count(), 1, "the thread's get is queued behind us");
+        drop(g);
+        // Dropping a future that was woken (or granted) passes the lock on.
+        drop(second);
+        t.join().unwrap();
+    });
+    assert_eq!(r.count(), 2);
+    assert_eq!(*r.lock(), 1);
+    assert!(r.try_lock().is_ok());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tasks_and_threads_share_the_lock() {
+    let r = Arc::new(LockRef::new(0u64));
+    let mut tasks = Vec::new();
+    for _ in 0..8 {
+        let r = r.clone();
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..500 {
+                *r.lock_async().await += 1;
+                tokio::task::yield_now().await;
+            }
+        }));
+    }
+    let threads: Vec<_> = (0..2)
+        .map(|_| {
+            let r = r.clone();
+            thread::spawn(move || {
+                for _ in 0..2000 {
+                    *r.lock() += 1;
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert_eq!(*r.lock(), 8 * 500 + 2 * 2000);
+    assert_eq!(r.count(), 1);
+}
+
+/// Two `LockRef`s whose waiters share one queue bucket: each release wakes
+/// its own waiters only, in their own order.
+#[test]
+fn colliding_buckets_keep_their_waiters_apart() {
+    let pool: Vec<Box<LockRef<u32>>> = (0..2048).map(|_| Box::new(LockRef::new(0))).collect();
+    let mut by_bucket = std::collections::HashMap::new();
+    let (a, b) = pool
+        .iter()
+        .find_map(|r| {
+            let bucket = hybrid_sync::__testing::lockref_bucket(&**r);
+            by_bucket.insert(bucket, &**r).map(|other| (other, &**r))
+        })
+        .expect("2048 locks in 128 buckets collide");
+    assert_eq!(hybrid_sync::__testing::lockref_bucket(a), hybrid_sync::__testing::lockref_bucket(b));
+
+    let ga = a.lock();
+    let gb = b.lock();
+    let mut a1 = spawn(a.lock_async());
+    let mut b1 = spawn(b.lock_async());
+    let mut a2 = spawn(a.lock_async());
+    let mut b2 = spawn(b.lock_async());
+    for f in [&mut a1, &mut a2] {
+        assert_pending!(f.poll());
+    }
+    for f in [&mut b1, &mut b2] {
+        assert_pending!(f.poll());
+    }
+    drop(gb);
+    assert!(!a1.is_woken() && !a2.is_woken(), "b's release woke a's waiters");
+    assert!(b1.is_woken());
+    let g = assert_ready!(b1.poll());
+    assert_pending!(b2.poll());
+    drop(g);
+    drop(assert_ready!(b2.poll()));
+    assert_pending!(a1.poll());
+    drop(ga);
+    assert!(a1.is_woken());
+    let g = assert_ready!(a1.poll());
+    drop(a2); // cancelled while queued
+    drop(g);
+    assert!(a.try_lock().is_ok() && b.try_lock().is_ok());
+
+    // And under load: threads on both locks at once.
+    thread::scope(|s| {
+        for r in [a, b, a, b] {
+            s.spawn(move || {
+                for _ in 0..20_000 {
+                    *r.lock() += 1;
+                    r.get();
+                    r.put();
+                }
+            });
+        }
+    });
+    assert_eq!((*a.lock(), *b.lock()), (40_000, 40_000));
+    assert_eq!((a.count(), b.count()), (1, 1));
+}
+
+struct CountsDrops(Arc<AtomicUsize>);
+impl Drop for CountsDrops {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, SeqCst);
+    }
+}
+
+#[test]
+fn lock_arc_counts_handles_and_frees_once() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let a = LockArc::new(CountsDrops(drops.clone()));
+    assert_eq!(LockArc::count(&a), 1);
+    let b = a.clone();
+    assert!(LockArc::ptr_eq(&a, &b));
+    assert_eq!(LockArc::count(&a), 2);
+    assert_eq!(a.lock().count(), 2);
+    drop(a);
+    assert_eq!(LockArc::count(&b), 1);
+    assert_eq!(drops.load(SeqCst), 0);
+    drop(b);
+    assert_eq!(drops.load(SeqCst), 1);
+
+    // Many threads cloning and dropping; the value is freed exactly once.
+    let drops = Arc::new(AtomicUsize::new(0));
+    let root = LockArc::new(CountsDrops(drops.clone()));
+    thread::scope(|s| {
+        for _ in 0..4 {
+            let mine = root.clone();
+            s.spawn(move || {
+                for _ in 0..10_000 {
+                    let c = mine.clone();
+                    drop(mine.clone());
+                    drop(c);
+                }
+                let _g = mine.lock();
+            });
+        }
+    });
+    assert_eq!(LockArc::count(&root), 1);
+    drop(root);
+    assert_eq!(drops.load(SeqCst), 1);
+}
+
+#[tokio::test]
+async fn lock_arc_async() {
+    let a = LockArc::new(vec![1]);
+    let b = a.clone();
+    let t = tokio::spawn(async move {
+        b.lock_async().await.push(2);
+    });
+    t.await.unwrap();
+    assert_eq!(*a.lock_async().await, [1, 2]);
+    assert_eq!(LockArc::count(&a), 1);
+    assert!(a.try_lock().is_ok());
+    assert_eq!(format!("{a:?}"), "LockArc(LockRef { count: 1, value: [1, 2] })");
+}
+
+fn secs() -> f64 {
+    std::env::var("HYBRID_SYNC_STRESS_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(2.0) / 2.0
+}
+
+/// Threads and tasks mixing every count operation with short lock sections
+/// for a while; each balances its own gets and puts, so the final count is
+/// exactly the initial one, and every locked increment of the value is kept.
+#[test]
+fn stress_threads_and_tasks() {
+    const INITIAL: u32 = 1;
+    let r = Arc::new(LockRef::with_count(INITIAL, 0u64));
+    let stop = Arc::new(AtomicBool::new(false));
+    let locked = Arc::new(AtomicU64::new(0));
+    let deadline = Instant::now() + Duration::from_secs_f64(secs());
+
+    let step = |r: &LockRef<u64>, i: u64, locked: &AtomicU64| match i % 64 {
+        // A short critical section: the count is stable under the lock.
+        0 => {
+            let mut g = r.lock();
+            let c = g.count();
+            *g += 1;
+            assert!(c >= INITIAL, "count {c} under the lock");
+            assert_eq!(g.count(), c);
+            locked.fetch_add(1, SeqCst);
+        }
+        1..=20 => {
+            r.get();
+            r.put();
+        }
+        21..=40 => {
+            assert!(r.get_not_zero());
+            assert!(r.put_not_zero(), "we hold one and INITIAL is held throughout");
+        }
+        41..=50 => {
+            assert!(r.get_not_dead());
+            if r.put_return().is_none() {
+                r.put();
+            }
+        }
+        _ => {
+            r.get();
+            assert!(r.put_or_lock().is_none(), "the count was at least 2");
+        }
+    };
+
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            let (r, stop, locked) = (r.clone(), stop.clone(), locked.clone());
+            thread::spawn(move || {
+                let mut i = t;
+                while !stop.load(SeqCst) {
+                    step(&r, i, &locked);
+                    i = i.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407) >> 7;
+                }
+            })
+        })
+        .collect();
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let tasks: Vec<_> = (0..16)
+        .map(|t| {
+            let (r, stop, locked) = (r.clone(), stop.clone(), locked.clone());
+            rt.spawn(async move {
+                let mut i = t + 100;
+                while !stop.load(SeqCst) {
+                    if i % 7 == 0 {
+                        // The async lock, held only between awaits.
+                        let mut g = r.lock_async().await;
+                        *g += 1;
+                        drop(g);
+                        locked.fetch_add(1, SeqCst);
+                    } else {
+                        step(&r, i, &locked);
+                    }
+                    i = i.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407) >> 7;
+                    if i % 16 == 0 {
+                        tokio::task::yield_now().await;
+                    }
+                }
+            })
+        })
+        .collect();
+    while Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(10));
+    }
+    stop.store(true, SeqCst);
+    for t in threads {
+        t.join().unwrap();
+    }
+    rt.block_on(async {
+        for t in tasks {
+            t.await.unwrap();
+        }
+    });
+    assert_eq!(r.count(), INITIAL);
+    assert_eq!(*r.lock(), locked.load(SeqCst));
+    assert!(locked.load(SeqCst) > 0);
+}

@@ -25,6 +25,12 @@
 //!   ~50 ns critical section: where spinning goes wrong.
 //! * **mixed**: 4 blocking threads and 32 tasks on the same lock, which only
 //!   locks with both a blocking and an async API can do cleanly.
+//! * **refcount** (seed 001, the kernel's lockref experiment): 2 threads
+//!   (then 64 tasks on 2 workers) each taking and dropping a reference to
+//!   one shared count, as `LockRef` get+put, a bare `AtomicU64` (the
+//!   floor), `Arc` clone+drop, and a count under a parking_lot, std or tokio
+//!   mutex; then the seed's mixed case, where 1 in 1000 operations takes the
+//!   lock for a ~50 ns section instead.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -32,7 +38,7 @@ use std::time::{Duration, Instant};
 
 #[path = "common/peers.rs"]
 mod peers;
-use peers::Peer;
+use peers::{Peer, RefCount};
 
 // ---------------------------------------------------------------------------
 // Clocks
@@ -411,6 +417,96 @@ fn mixed<P: Peer>(nthreads: usize, tasks: usize, dur: Duration) -> Row {
     Row { name: P::NAME, ops: total.0, elapsed, cpu: cpu_time() - cpu0, hist: total.1 }
 }
 
+/// `threads` OS threads and `tasks` tasks (2 workers) each taking and
+/// dropping references to one count until `dur` is up; 1 in `lock_every`
+/// operations (0: none) is a ~50 ns section under the count's lock instead.
+/// `None` for a contender without a lock in the mixed case. Checks that the
+/// count is back where it started.
+fn refcount<P: RefCount>(threads: usize, tasks: usize, lock_every: u64, dur: Duration) -> Option<Row> {
+    let count = Arc::new(P::new());
+    if (lock_every > 0 && count.locked(&|| {}).is_none()) || (tasks > 0 && !P::IN_TASKS) {
+        return None;
+    }
+    let before = count.count();
+    let stop = Arc::new(AtomicBool::new(false));
+    let body = move |count: &P, stop: &AtomicBool, yield_every: u64, ops: &mut u64| {
+        let seed = *ops;
+        let section = || {
+            std::hint::black_box(work(seed));
+        };
+        for _ in 0..yield_every {
+            *ops += 1;
+            if lock_every > 0 && *ops % lock_every == 0 {
+                count.locked(&section);
+            } else {
+                count.get_put();
+            }
+        }
+        !stop.load(Ordering::Relaxed)
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).build().unwrap();
+    let cpu0 = cpu_time();
+    let start = Instant::now();
+    let task_handles: Vec<_> = (0..tasks)
+        .map(|_| {
+            let (count, stop) = (count.clone(), stop.clone());
+            rt.spawn(async move {
+                let mut ops = 0;
+                while body(&count, &stop, 64, &mut ops) {
+                    tokio::task::yield_now().await;
+                }
+                ops
+            })
+        })
+        .collect();
+    let thread_handles: Vec<_> = (0..threads)
+        .map(|_| {
+            let (count, stop) = (count.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut ops = 0;
+                while body(&count, &stop, 256, &mut ops) {}
+                ops
+            })
+        })
+        .collect();
+    std::thread::sleep(dur);
+    stop.store(true, Ordering::Relaxed);
+    let mut ops: u64 = thread_handles.into_iter().map(|h| h.join().unwrap()).sum();
+    ops += rt.block_on(async {
+        let mut n = 0;
+        for h in task_handles {
+            n += h.await.unwrap();
+        }
+        n
+    });
+    let elapsed = start.elapsed();
+    drop(rt);
+    let cpu = cpu_time() - cpu0;
+    assert_eq!(count.count(), before, "{}: the count did not come back", P::NAME);
+    Some(Row { name: P::NAME, ops, elapsed, cpu, hist: Hist::new() })
+}
+
+fn print_refcount_table(title: &str, rows: &[Row]) {
+    let rate = |name: &str| rows.iter().find(|r| r.name == name).map(Row::ops_per_sec);
+    let (floor, pl) = (rate("AtomicU64"), rate("parking_lot"));
+    let ratio = |base: Option<f64>, r: &Row| base.map_or("-".into(), |b| format!("{:.2}x", r.ops_per_sec() / b));
+    println!("\n== {title}");
+    println!(
+        "{:<13} {:>12} {:>10} {:>14} {:>14}",
+        "contender", "get+put/s", "CPU ns/op", "vs AtomicU64", "vs parking_lot"
+    );
+    for r in rows {
+        println!(
+            "{:<13} {:>12} {:>10.1} {:>14} {:>14}",
+            r.name,
+            fmt_rate(r.ops_per_sec()),
+            r.cpu_us_per_op() * 1000.0,
+            ratio(floor, r),
+            ratio(pl, r)
+        );
+    }
+}
+
 /// Command-line options.
 struct Opts {
     full: bool,
@@ -565,5 +661,32 @@ fn main() {
     table("mixed: 4 blocking threads + 32 tasks on 2 workers, one lock (Mutex)", &mut || {
         rows!(for_each_mutex, "mixed", |P| mixed::<P>(4, 32, dur))
     });
+
+    // Seed 001: reference counts. Same rounds and medians as above.
+    let refcounts = |title: &str, threads: usize, tasks: usize, lock_every: u64| {
+        if !opts.workload(title) {
+            return;
+        }
+        let mut all: Vec<Vec<Row>> = Vec::new();
+        for _ in 0..rounds {
+            for_each_refcount!(P => {
+                if opts.peer(P::NAME) {
+                    progress(&format!("{title} {}", P::NAME));
+                    if let Some(row) = refcount::<P>(threads, tasks, lock_every, dur) {
+                        match all.iter_mut().find(|v| v[0].name == row.name) {
+                            Some(v) => v.push(row),
+                            None => all.push(vec![row]),
+                        }
+                    }
+                }
+            });
+        }
+        let rows: Vec<Row> = all.into_iter().map(median_row).collect();
+        eprint!("\r\x1b[2K");
+        print_refcount_table(title, &rows);
+    };
+    refcounts("refcount: 2 threads, get+put of one shared count", 2, 0, 0);
+    refcounts("refcount: 64 tasks on 2 workers, get+put of one shared count", 0, 64, 0);
+    refcounts("refcount mixed: 2 threads, 1 in 1000 operations takes the lock (~50 ns)", 2, 0, 1000);
     println!();
 }

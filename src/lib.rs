@@ -3,7 +3,10 @@
 //! `hybrid-sync` provides [`RwLock`] and [`Mutex`] with the API of
 //! [`tokio::sync::RwLock`] and [`tokio::sync::Mutex`] (swap the import and
 //! your code compiles and behaves), plus blocking use from plain threads on
-//! the very same lock. Underneath is one state machine in the style of the
+//! the very same lock; and [`LockRef`], the kernel's `lockref`: a reference
+//! count and the same hybrid lock in one 64-bit word, with lockless
+//! get/put while the lock is free ([`LockArc`] is the `Arc<Mutex<T>>` built
+//! on it). Underneath is one state machine in the style of the
 //! Linux kernel's rwsem: a lock word, a FIFO wait queue shared by parked
 //! threads and suspended tasks, and a handoff bit that bounds how long any
 //! waiter can be passed over.
@@ -72,6 +75,10 @@
 //!   ([`std::sync::Mutex`], `parking_lot`) is as fast or faster and simpler.
 //! * Read-mostly data that is replaced wholesale: `arc-swap` (readers never
 //!   block or even write shared memory).
+//! * A reference count that must agree with a lock (a cache entry that
+//!   lookups may only take while it is live, torn down under the lock when
+//!   the last reference goes): [`LockRef`]. Just a shared count: `Arc` or an
+//!   atomic is cheaper still.
 //! * A guard held across `.await`, threads and tasks sharing a lock, or
 //!   tasks contending hard: this crate. Compared with tokio's locks, the
 //!   uncontended path is one atomic operation and the contended path spins

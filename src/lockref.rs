@@ -26,11 +26,20 @@ const DEAD: u32 = MAX_COUNT + 1;
 
 /// One reference, in the count half of the word.
 const ONE: u64 = 1 << COUNT_SHIFT;
+const _: () = assert!(ONE == 1 << 32);
 
 /// How many compare-and-swaps a lockless update tries before it takes the
-/// lock instead: the kernel's `CMPXCHG_LOOP` limit, with no pause between
-/// tries (a failed try means another update just succeeded).
+/// lock instead: the kernel's `CMPXCHG_LOOP` limit.
 const CMPXCHG_LOOPS: u32 = 100;
+
+/// After its `n`th failed compare-and-swap in a row, a lockless update
+/// pauses `2^min(n, BACKOFF_SHIFT)` spin-loop hints before it reads the word
+/// again. The kernel's loop retries at once (some architectures' relax
+/// instruction yields to the hypervisor); here, on 2 cores with 2 threads
+/// doing get+put, the pause let one side finish a few updates while it owns
+/// the cache line instead of both losing it on every try: 85-87 M pairs/s
+/// against 57-59 M without, A/B in alternating runs.
+const BACKOFF_SHIFT: u32 = 4;
 
 /// A reference count and a lock packed in one 64-bit atomic word, guarding a
 /// value: the Linux kernel's `lockref` for threads and tasks.
@@ -192,21 +201,42 @@ impl<T: ?Sized> LockRef<T> {
     #[inline(always)]
     fn lockless<R>(&self, success: Ordering, update: impl Fn(u32) -> Result<u32, R>) -> Lockless<R> {
         let word = self.word();
+        prefetch_for_write(word);
         // Relaxed: the compare-and-swap below validates what we read; a
         // refusal reads only the count, which is its own atomic variable.
         let mut w = word.load(Ordering::Relaxed);
+        let mut waited = false;
+        let mut fails = 0u32;
         for _ in 0..CMPXCHG_LOOPS {
             if !may_barge(Kind::Write, lock_half(w), 1, FAIR) {
-                return Lockless::Busy;
+                // Held: wait out the section once, then try again; taking
+                // the lock ourselves would cost two more atomic operations
+                // on the word and the other side's dispatch check.
+                if waited || !self.raw.spin_until_free(crate::config::SPIN_LIMIT_BLOCKING_NS) {
+                    return Lockless::Busy;
+                }
+                waited = true;
+                w = word.load(Ordering::Relaxed);
+                continue;
             }
             let count = match update(count_half(w)) {
                 Ok(count) => count,
                 Err(r) => return Lockless::Refused(r),
             };
-            let new = (w & (ONE - 1)) | (u64::from(count) << COUNT_SHIFT);
+            // Written as an addition of the difference, which the compiler
+            // folds to `w ± ONE` for get and put: the fewer instructions
+            // between reading the word and the CAS, the fewer CASes lose.
+            let new = w.wrapping_add(u64::from(count.wrapping_sub(count_half(w))) << COUNT_SHIFT);
             match word.compare_exchange_weak(w, new, success, Ordering::Relaxed) {
                 Ok(_) => return Lockless::Done(count),
-                Err(actual) => w = actual,
+                Err(_) => {
+                    fails += 1;
+                    for _ in 0..1u32 << fails.min(BACKOFF_SHIFT) {
+                        crate::loom::spin_loop();
+                    }
+                    // Relaxed: as above; after the pause, the word as it is now.
+                    w = word.load(Ordering::Relaxed);
+                }
             }
         }
         Lockless::Busy
@@ -627,6 +657,26 @@ impl<T: ?Sized + fmt::Debug> fmt::Debug for LockRef<T> {
         };
         d.finish()
     }
+}
+
+/// Asks for the word's cache line in exclusive state before reading it, so
+/// that the load and the compare-and-swap after it cost one transfer of the
+/// line instead of two (shared for the load, then exclusive for the CAS),
+/// as the kernel's `prefetchw` does. Only where the build targets CPUs with
+/// `prefetchw` (`-C target-feature=+prfchw`, or `target-cpu=native` on most
+/// x86 machines); elsewhere the hint would be a read prefetch, which does
+/// not help.
+#[inline(always)]
+fn prefetch_for_write<W>(word: &W) {
+    #[cfg(all(target_arch = "x86_64", target_feature = "prfchw", not(hybrid_sync_loom)))]
+    // SAFETY: a prefetch is a hint: it never faults and has no effect on
+    // program semantics, whatever the address.
+    unsafe {
+        use core::arch::x86_64::{_MM_HINT_ET0, _mm_prefetch};
+        _mm_prefetch::<_MM_HINT_ET0>(word as *const W as *const i8);
+    }
+    #[cfg(not(all(target_arch = "x86_64", target_feature = "prfchw", not(hybrid_sync_loom))))]
+    let _ = word;
 }
 
 #[cold]

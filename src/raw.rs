@@ -875,6 +875,32 @@ impl<L: Layout> RawRwLock<L> {
         }
     }
 
+    /// Spins, within the lock's spinner limit and with its per-address
+    /// backoff, until a newcomer writer could take the lock, without taking
+    /// it. For updates that share the word and only need the lock free for
+    /// an instant ([`LockRef`](crate::LockRef)'s lockless count updates):
+    /// they wait out a short section instead of taking the lock themselves.
+    /// Returns `true` once the lock is free, `false` if the spin gave up or
+    /// a handoff is pending.
+    #[cold]
+    pub(crate) fn spin_until_free(&self, limit_ns: u32) -> bool {
+        if !SPIN || limit_ns == 0 || !self.queue().try_claim_spinner() {
+            return false;
+        }
+        let result = backoff::spin(self as *const Self as usize, limit_ns, || {
+            let s = self.state.load(Ordering::Relaxed);
+            if has_handoff(s) || (FAIR && has_waiters(s)) {
+                Probe::Handoff
+            } else if may_barge(Kind::Write, s, self.state.max_readers(), FAIR) {
+                Probe::Acquired
+            } else {
+                Probe::Held(s)
+            }
+        });
+        self.queue().release_spinner();
+        result == Spin::Acquired
+    }
+
     /// Spins for the lock as a contended acquirer does before it queues.
     /// Returns `true` if it took the lock.
     pub(crate) fn spin_only(&self, kind: Kind, limit_ns: u32) -> bool {

@@ -2,7 +2,11 @@
 //!
 //! # Layout
 //!
-//! The queue is a single `usize` next to the lock word:
+//! The queue is a single `usize`, next to the lock word (or, for a
+//! [`LockRef`](crate::LockRef), in a process-wide table of queues shared by
+//! the locks that hash to it: each node then carries its lock's key and a
+//! [`QueueGuard`] shows each lock only its own nodes; see
+//! [`crate::layout`]):
 //!
 //! ```text
 //!  63                                           4    3-2       1         0

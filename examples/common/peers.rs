@@ -186,3 +186,151 @@ macro_rules! for_each_mutex {
         }
     }};
 }
+
+// ---------------------------------------------------------------------------
+// Reference counts (seed 001): LockRef against the ways a count is kept today.
+// ---------------------------------------------------------------------------
+
+/// A shared reference count, perhaps with a lock beside it.
+pub trait RefCount: Send + Sync + 'static {
+    const NAME: &'static str;
+    /// Whether `get_put` may run inside a task (tokio's `blocking_lock`
+    /// may not).
+    const IN_TASKS: bool = true;
+    fn new() -> Self;
+    /// Takes a reference and gives it back.
+    fn get_put(&self);
+    /// The mixed case's rare operation: a short section under the lock that
+    /// guards the count (`None` if there is no lock).
+    fn locked(&self, f: &dyn Fn()) -> Option<()>;
+    /// The count, at rest.
+    fn count(&self) -> u64;
+}
+
+/// `hybrid_sync::LockRef`: get/put one CAS each while the lock is free.
+pub struct LockRefCount(pub hybrid_sync::LockRef<u64>);
+impl RefCount for LockRefCount {
+    const NAME: &'static str = "LockRef";
+    fn new() -> Self {
+        LockRefCount(hybrid_sync::LockRef::new(0))
+    }
+    #[inline]
+    fn get_put(&self) {
+        self.0.get();
+        self.0.put();
+    }
+    fn locked(&self, f: &dyn Fn()) -> Option<()> {
+        let mut g = self.0.lock();
+        f();
+        *g += 1;
+        Some(())
+    }
+    fn count(&self) -> u64 {
+        self.0.count().into()
+    }
+}
+
+/// A bare atomic: the floor (fetch_add, fetch_sub).
+pub struct AtomicCount(pub std::sync::atomic::AtomicU64);
+impl RefCount for AtomicCount {
+    const NAME: &'static str = "AtomicU64";
+    fn new() -> Self {
+        AtomicCount(std::sync::atomic::AtomicU64::new(1))
+    }
+    #[inline]
+    fn get_put(&self) {
+        use std::sync::atomic::Ordering;
+        self.0.fetch_add(1, Ordering::Relaxed);
+        self.0.fetch_sub(1, Ordering::Release);
+    }
+    fn locked(&self, _: &dyn Fn()) -> Option<()> {
+        None
+    }
+    fn count(&self) -> u64 {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+/// `Arc::clone` and drop.
+pub struct ArcCount(pub std::sync::Arc<()>);
+impl RefCount for ArcCount {
+    const NAME: &'static str = "Arc";
+    fn new() -> Self {
+        ArcCount(std::sync::Arc::new(()))
+    }
+    #[inline]
+    fn get_put(&self) {
+        drop(std::hint::black_box(self.0.clone()));
+    }
+    fn locked(&self, _: &dyn Fn()) -> Option<()> {
+        None
+    }
+    fn count(&self) -> u64 {
+        std::sync::Arc::strong_count(&self.0) as u64
+    }
+}
+
+macro_rules! mutex_count {
+    ($ty:ident, $name:expr, $lock:ty, $in_tasks:expr, |$m:ident| $acquire:expr) => {
+        /// A count kept under a mutex: lock, add, unlock, twice per get+put.
+        pub struct $ty(pub $lock);
+        impl RefCount for $ty {
+            const NAME: &'static str = $name;
+            const IN_TASKS: bool = $in_tasks;
+            fn new() -> Self {
+                $ty(<$lock>::new(1))
+            }
+            #[inline]
+            fn get_put(&self) {
+                let $m = &self.0;
+                *$acquire += 1;
+                *$acquire -= 1;
+            }
+            fn locked(&self, f: &dyn Fn()) -> Option<()> {
+                let $m = &self.0;
+                let _g = $acquire;
+                f();
+                Some(())
+            }
+            fn count(&self) -> u64 {
+                let $m = &self.0;
+                *$acquire
+            }
+        }
+    };
+}
+
+mutex_count!(PlMutexCount, "parking_lot", parking_lot::Mutex<u64>, true, |m| m.lock());
+mutex_count!(StdMutexCount, "std", std::sync::Mutex<u64>, true, |m| m.lock().unwrap());
+mutex_count!(TokioMutexCount, "tokio", tokio::sync::Mutex<u64>, false, |m| m.blocking_lock());
+
+/// Runs `$body` once per reference-count contender, with `$p` naming it.
+#[macro_export]
+macro_rules! for_each_refcount {
+    ($p:ident => $body:expr) => {{
+        {
+            type $p = peers::LockRefCount;
+            $body
+        }
+        {
+            type $p = peers::AtomicCount;
+            $body
+        }
+        {
+            type $p = peers::ArcCount;
+            $body
+        }
+        {
+            type $p = peers::PlMutexCount;
+            $body
+        }
+        {
+            type $p = peers::StdMutexCount;
+            $body
+        }
+        {
+            type $p = peers::TokioMutexCount;
+            $body
+        }
+    }};
+}

@@ -1,8 +1,8 @@
 //! Seed 001's experiment under criterion: two threads each take and drop a
 #![allow(missing_docs)] // criterion_group! generates an undocumented function
 //! reference to one shared count, as `LockRef` get+put against a bare
-//! `AtomicU64` (the floor), `Arc` clone+drop and a count under a
-//! parking_lot or std mutex; then the mixed case, where 1 in 1000
+//! `AtomicU64` (the floor), `Arc` clone+drop and a count under a spinlock,
+//! a parking_lot or a std mutex; then the mixed case, where 1 in 1000
 //! operations takes the lock for a short section.
 //!
 //! ```text
@@ -66,6 +66,7 @@ fn bench_group(c: &mut Criterion, name: &str, lock_every: u64) {
     contender!(peers::LockRefCount);
     contender!(peers::AtomicCount);
     contender!(peers::ArcCount);
+    contender!(peers::SpinCount);
     contender!(peers::PlMutexCount);
     contender!(peers::StdMutexCount);
     group.finish();

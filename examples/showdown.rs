@@ -28,8 +28,8 @@
 //! * **refcount** (seed 001, the kernel's lockref experiment): 2 threads
 //!   (then 64 tasks on 2 workers) each taking and dropping a reference to
 //!   one shared count, as `LockRef` get+put, a bare `AtomicU64` (the
-//!   floor), `Arc` clone+drop, and a count under a parking_lot, std or tokio
-//!   mutex; then the seed's mixed case, where 1 in 1000 operations takes the
+//!   floor), `Arc` clone+drop, and a count under a spinlock (what the kernel
+//!   had before lockref) or a parking_lot, std or tokio mutex; then the seed's mixed case, where 1 in 1000 operations takes the
 //!   lock for a ~50 ns section instead.
 
 use std::sync::Arc;
@@ -488,21 +488,22 @@ fn refcount<P: RefCount>(threads: usize, tasks: usize, lock_every: u64, dur: Dur
 
 fn print_refcount_table(title: &str, rows: &[Row]) {
     let rate = |name: &str| rows.iter().find(|r| r.name == name).map(Row::ops_per_sec);
-    let (floor, pl) = (rate("AtomicU64"), rate("parking_lot"));
+    let bases = [rate("AtomicU64"), rate("spinlock"), rate("parking_lot")];
     let ratio = |base: Option<f64>, r: &Row| base.map_or("-".into(), |b| format!("{:.2}x", r.ops_per_sec() / b));
     println!("\n== {title}");
     println!(
-        "{:<13} {:>12} {:>10} {:>14} {:>14}",
-        "contender", "get+put/s", "CPU ns/op", "vs AtomicU64", "vs parking_lot"
+        "{:<13} {:>12} {:>10} {:>13} {:>12} {:>15}",
+        "contender", "get+put/s", "CPU ns/op", "vs AtomicU64", "vs spinlock", "vs parking_lot"
     );
     for r in rows {
         println!(
-            "{:<13} {:>12} {:>10.1} {:>14} {:>14}",
+            "{:<13} {:>12} {:>10.1} {:>13} {:>12} {:>15}",
             r.name,
             fmt_rate(r.ops_per_sec()),
             r.cpu_us_per_op() * 1000.0,
-            ratio(floor, r),
-            ratio(pl, r)
+            ratio(bases[0], r),
+            ratio(bases[1], r),
+            ratio(bases[2], r)
         );
     }
 }
@@ -617,7 +618,7 @@ fn main() {
     // and report each contender's median round: the machine is shared and
     // noisy, and interleaving spreads slow spells over everyone.
     let rounds = if full { 5 } else { 3 };
-    let table = |title: &str, run: &mut dyn FnMut() -> Vec<Row>| {
+    let table_with = |title: &str, print: fn(&str, &[Row]), run: &mut dyn FnMut() -> Vec<Row>| {
         if !opts.workload(title) {
             return;
         }
@@ -632,8 +633,9 @@ fn main() {
         }
         let rows: Vec<Row> = all.into_iter().map(median_row).collect();
         eprint!("\r\x1b[2K");
-        print_table(title, &rows);
+        print(title, &rows);
     };
+    let table = |title: &str, run: &mut dyn FnMut() -> Vec<Row>| table_with(title, print_table, run);
     macro_rules! rows {
         ($each:ident, $label:expr, |$p:ident| $run:expr) => {{
             let mut rows = Vec::new();
@@ -664,26 +666,16 @@ fn main() {
 
     // Seed 001: reference counts. Same rounds and medians as above.
     let refcounts = |title: &str, threads: usize, tasks: usize, lock_every: u64| {
-        if !opts.workload(title) {
-            return;
-        }
-        let mut all: Vec<Vec<Row>> = Vec::new();
-        for _ in 0..rounds {
+        table_with(title, print_refcount_table, &mut || {
+            let mut rows = Vec::new();
             for_each_refcount!(P => {
                 if opts.peer(P::NAME) {
                     progress(&format!("{title} {}", P::NAME));
-                    if let Some(row) = refcount::<P>(threads, tasks, lock_every, dur) {
-                        match all.iter_mut().find(|v| v[0].name == row.name) {
-                            Some(v) => v.push(row),
-                            None => all.push(vec![row]),
-                        }
-                    }
+                    rows.extend(refcount::<P>(threads, tasks, lock_every, dur));
                 }
             });
-        }
-        let rows: Vec<Row> = all.into_iter().map(median_row).collect();
-        eprint!("\r\x1b[2K");
-        print_refcount_table(title, &rows);
+            rows
+        })
     };
     refcounts("refcount: 2 threads, get+put of one shared count", 2, 0, 0);
     refcounts("refcount: 64 tasks on 2 workers, get+put of one shared count", 0, 64, 0);

@@ -304,6 +304,48 @@ mutex_count!(PlMutexCount, "parking_lot", parking_lot::Mutex<u64>, true, |m| m.l
 mutex_count!(StdMutexCount, "std", std::sync::Mutex<u64>, true, |m| m.lock().unwrap());
 mutex_count!(TokioMutexCount, "tokio", tokio::sync::Mutex<u64>, false, |m| m.blocking_lock());
 
+/// A count under a test-and-test-and-set spinlock: the kernel's
+/// spinlock-protected count, which lockref replaced.
+pub struct SpinCount {
+    locked: std::sync::atomic::AtomicBool,
+    count: std::cell::UnsafeCell<u64>,
+}
+// SAFETY: `count` is only touched while `locked` is held.
+unsafe impl Sync for SpinCount {}
+impl SpinCount {
+    #[inline]
+    fn with<R>(&self, f: impl FnOnce(&mut u64) -> R) -> R {
+        use std::sync::atomic::Ordering;
+        while self.locked.swap(true, Ordering::Acquire) {
+            while self.locked.load(Ordering::Relaxed) {
+                std::hint::spin_loop();
+            }
+        }
+        // SAFETY: we hold the spinlock.
+        let r = f(unsafe { &mut *self.count.get() });
+        self.locked.store(false, Ordering::Release);
+        r
+    }
+}
+impl RefCount for SpinCount {
+    const NAME: &'static str = "spinlock";
+    fn new() -> Self {
+        SpinCount { locked: false.into(), count: 1.into() }
+    }
+    #[inline]
+    fn get_put(&self) {
+        self.with(|c| *c += 1);
+        self.with(|c| *c -= 1);
+    }
+    fn locked(&self, f: &dyn Fn()) -> Option<()> {
+        self.with(|_| f());
+        Some(())
+    }
+    fn count(&self) -> u64 {
+        self.with(|c| *c)
+    }
+}
+
 /// Runs `$body` once per reference-count contender, with `$p` naming it.
 #[macro_export]
 macro_rules! for_each_refcount {
@@ -318,6 +360,10 @@ macro_rules! for_each_refcount {
         }
         {
             type $p = peers::ArcCount;
+            $body
+        }
+        {
+            type $p = peers::SpinCount;
             $body
         }
         {

@@ -38,6 +38,8 @@ use std::time::{Duration, Instant};
 
 #[path = "common/peers.rs"]
 mod peers;
+#[path = "common/report.rs"]
+mod report;
 use peers::{Peer, RefCount};
 
 // ---------------------------------------------------------------------------
@@ -233,7 +235,29 @@ fn print_tail(r: &Row) {
     println!("    {} tail:{line}", r.name);
 }
 
+/// Every table printed so far, for `--json` and `--svg`.
+static REPORT: std::sync::Mutex<Vec<report::Table>> = std::sync::Mutex::new(Vec::new());
+
+fn record(title: &str, unit: &'static str, higher_is_better: bool, rows: Vec<report::Record>) {
+    REPORT.lock().unwrap().push(report::Table { title: title.to_string(), unit, higher_is_better, rows });
+}
+
+fn records(rows: &[Row], latency: bool) -> Vec<report::Record> {
+    let tick = ns_per_tick();
+    rows.iter()
+        .map(|r| report::Record {
+            name: r.name.to_string(),
+            value: r.ops_per_sec(),
+            cpu_ns_per_op: Some(r.cpu_us_per_op() * 1000.0),
+            p50_ns: latency.then(|| r.hist.quantile(0.5) as f64 * tick),
+            p99_ns: latency.then(|| r.hist.quantile(0.99) as f64 * tick),
+            max_ns: latency.then_some(r.hist.max as f64 * tick),
+        })
+        .collect()
+}
+
 fn print_table(title: &str, rows: &[Row]) {
+    record(title, "ops/s", true, records(rows, true));
     let tokio = rows.iter().find(|r| r.name == "tokio").map(Row::ops_per_sec);
     let tick = ns_per_tick();
     println!("\n== {title}");
@@ -487,6 +511,7 @@ fn refcount<P: RefCount>(threads: usize, tasks: usize, lock_every: u64, dur: Dur
 }
 
 fn print_refcount_table(title: &str, rows: &[Row]) {
+    record(title, "get+put pairs/s", true, records(rows, false));
     let rate = |name: &str| rows.iter().find(|r| r.name == name).map(Row::ops_per_sec);
     let bases = [rate("AtomicU64"), rate("spinlock"), rate("parking_lot")];
     let ratio = |base: Option<f64>, r: &Row| base.map_or("-".into(), |b| format!("{:.2}x", r.ops_per_sec() / b));
@@ -518,20 +543,28 @@ struct Opts {
     /// Print hybrid-sync's lock-event counters after each of its runs
     /// (needs `--features stats`).
     stats: bool,
+    /// Write every table's figures here as JSON.
+    json: Option<std::path::PathBuf>,
+    /// Write one SVG bar chart per table into this directory.
+    svg: Option<std::path::PathBuf>,
 }
 
 impl Opts {
     fn parse() -> Self {
-        let mut o = Opts { full: false, only: vec![], peers: vec![], stats: false };
+        let mut o = Opts { full: false, only: vec![], peers: vec![], stats: false, json: None, svg: None };
         let mut args = std::env::args().skip(1);
         while let Some(a) = args.next() {
             match a.as_str() {
                 "--full" => o.full = true,
                 "--stats" => o.stats = true,
+                "--json" => o.json = Some(args.next().unwrap_or_else(|| usage_error("--json needs a file")).into()),
+                "--svg" => o.svg = Some(args.next().unwrap_or_else(|| usage_error("--svg needs a directory")).into()),
                 "--only" => o.only.extend(args.next().unwrap_or_default().split(',').map(String::from)),
                 "--peers" => o.peers.extend(args.next().unwrap_or_default().split(',').map(String::from)),
                 "-h" | "--help" => {
-                    println!("usage: showdown [--full] [--only WORKLOAD,..] [--peers NAME,..] [--stats]");
+                    println!(
+                        "usage: showdown [--full] [--only WORKLOAD,..] [--peers NAME,..] [--stats] [--json FILE] [--svg DIR]"
+                    );
                     std::process::exit(0);
                 }
                 other => {
@@ -547,6 +580,35 @@ impl Opts {
     }
     fn peer(&self, name: &str) -> bool {
         self.peers.is_empty() || self.peers.iter().any(|p| p == name)
+    }
+}
+
+fn usage_error(msg: &str) -> ! {
+    eprintln!("{msg} (try --help)");
+    std::process::exit(2);
+}
+
+/// Writes `--json` and `--svg` output, if asked for.
+fn write_reports(opts: &Opts, machine: &str) {
+    let tables = REPORT.lock().unwrap();
+    if let Some(path) = &opts.json {
+        match std::fs::write(path, report::json(machine, &tables)) {
+            Ok(()) => println!("figures written to {}", path.display()),
+            Err(e) => eprintln!("cannot write {}: {e}", path.display()),
+        }
+    }
+    if let Some(dir) = &opts.svg {
+        if let Err(e) = std::fs::create_dir_all(dir) {
+            eprintln!("cannot create {}: {e}", dir.display());
+            return;
+        }
+        for t in tables.iter() {
+            let path = dir.join(format!("{}.svg", report::slug(&t.title)));
+            if let Err(e) = report::svg(t, &path) {
+                eprintln!("cannot draw {}: {e}", path.display());
+            }
+        }
+        println!("{} charts written to {}", tables.len(), dir.display());
     }
 }
 
@@ -578,12 +640,13 @@ fn main() {
     calibrate_work(50.0);
     let _ = ns_per_tick();
     println!("hybrid-sync showdown ({} mode)", if full { "full" } else { "quick" });
-    println!(
-        "machine: {} CPUs; critical section ~50 ns ({} multiply-adds); {}",
+    let machine = format!(
+        "{} CPUs; critical section ~50 ns ({} multiply-adds); {}",
         std::thread::available_parallelism().map_or(0, |n| n.get()),
         WORK_ITERS.load(Ordering::Relaxed),
         hybrid_sync::tuning()
     );
+    println!("machine: {machine}");
 
     if opts.workload("uncontended") {
         println!("\n== uncontended: one task, acquire + release (ns per op, best of 3)");
@@ -599,6 +662,32 @@ fn main() {
             mutex.push(uncontended::<P>(true, n_uncontended));
         });
         eprint!("\r\x1b[2K");
+        let ns = |name: &str, v: f64| report::Record {
+            name: name.to_string(),
+            value: v,
+            cpu_ns_per_op: None,
+            p50_ns: None,
+            p99_ns: None,
+            max_ns: None,
+        };
+        record(
+            "uncontended read: RwLock read + release, one task",
+            "ns per acquire+release",
+            false,
+            rows.iter().map(|(n, r, _)| ns(n, *r)).collect(),
+        );
+        record(
+            "uncontended write: RwLock write + release, one task",
+            "ns per acquire+release",
+            false,
+            rows.iter().map(|(n, _, w)| ns(n, *w)).collect(),
+        );
+        record(
+            "uncontended lock: Mutex lock + release, one task",
+            "ns per acquire+release",
+            false,
+            rows.iter().zip(&mutex).map(|((n, _, _), m)| ns(n, *m)).collect(),
+        );
         let (tr, tw, tm) = (rows[1].1, rows[1].2, mutex[1]);
         for ((name, r, w), m) in rows.iter().zip(&mutex) {
             println!(
@@ -681,4 +770,5 @@ fn main() {
     refcounts("refcount: 64 tasks on 2 workers, get+put of one shared count", 0, 64, 0);
     refcounts("refcount mixed: 2 threads, 1 in 1000 operations takes the lock (~50 ns)", 2, 0, 1000);
     println!();
+    write_reports(&opts, &machine);
 }

@@ -146,6 +146,17 @@ fn work(v: u64) -> u64 {
     x
 }
 
+/// About `ns` nanoseconds of the same arithmetic.
+#[inline(never)]
+fn work_ns(v: u64, ns: u64) -> u64 {
+    let iters = (WORK_ITERS.load(Ordering::Relaxed) * ns / 50).max(1);
+    let mut x = v;
+    for i in 0..iters {
+        x = x.wrapping_mul(6364136223846793005).wrapping_add(i);
+    }
+    x
+}
+
 fn calibrate_work(target_ns: f64) {
     let n = 200_000u64;
     let t = Instant::now();
@@ -203,6 +214,21 @@ fn median_row(mut runs: Vec<Row>) -> Row {
     let mut row = runs.swap_remove(mid);
     row.hist = hist;
     row
+}
+
+/// Runs `run` (every contender once) `rounds` times and keeps each
+/// contender's median round.
+fn median_rounds(rounds: usize, run: &mut dyn FnMut() -> Vec<Row>) -> Vec<Row> {
+    let mut all: Vec<Vec<Row>> = Vec::new();
+    for _ in 0..rounds {
+        for row in run() {
+            match all.iter_mut().find(|v| v[0].name == row.name) {
+                Some(v) => v.push(row),
+                None => all.push(vec![row]),
+            }
+        }
+    }
+    all.into_iter().map(median_row).collect()
 }
 
 fn fmt_rate(r: f64) -> String {
@@ -306,45 +332,55 @@ fn uncontended<P: Peer>(write: bool, n: u64) -> f64 {
 /// `tasks` tasks on a `workers`-thread runtime; `read_per_mille` of the
 /// operations are reads.
 fn async_contended<P: Peer>(tasks: usize, workers: usize, read_per_mille: u64, dur: Duration) -> Row {
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(workers).build().unwrap();
     let lock = Arc::new(P::new(0));
+    run_tasks(P::NAME, tasks, workers, dur, |i, stop| {
+        let lock = lock.clone();
+        async move {
+            let mut rng = Xorshift(0x9E37_79B9_7F4A_7C15 ^ (i as u64 + 1));
+            let mut hist = Hist::new();
+            let mut ops = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                let t0 = ticks();
+                let t1 = if rng.next() % 1000 < read_per_mille {
+                    lock.read(|v| {
+                        let t = ticks();
+                        std::hint::black_box(work(*v));
+                        t
+                    })
+                    .await
+                } else {
+                    lock.write(|v| {
+                        let t = ticks();
+                        *v = work(*v);
+                        t
+                    })
+                    .await
+                };
+                hist.record(t1.saturating_sub(t0));
+                ops += 1;
+                if ops % 16 == 0 {
+                    tokio::task::yield_now().await;
+                }
+            }
+            (ops, hist)
+        }
+    })
+}
+
+/// Spawns `tasks` tasks from `task(index, stop)` on a `workers`-thread
+/// runtime, lets them run for `dur`, and sums their (operations, latency).
+fn run_tasks<F: std::future::Future<Output = (u64, Hist)> + Send + 'static>(
+    name: &'static str,
+    tasks: usize,
+    workers: usize,
+    dur: Duration,
+    task: impl Fn(usize, Arc<AtomicBool>) -> F,
+) -> Row {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(workers).build().unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let cpu0 = cpu_time();
     let start = Instant::now();
-    let handles: Vec<_> = (0..tasks)
-        .map(|i| {
-            let (lock, stop) = (lock.clone(), stop.clone());
-            rt.spawn(async move {
-                let mut rng = Xorshift(0x9E37_79B9_7F4A_7C15 ^ (i as u64 + 1));
-                let mut hist = Hist::new();
-                let mut ops = 0u64;
-                while !stop.load(Ordering::Relaxed) {
-                    let t0 = ticks();
-                    let t1 = if rng.next() % 1000 < read_per_mille {
-                        lock.read(|v| {
-                            let t = ticks();
-                            std::hint::black_box(work(*v));
-                            t
-                        })
-                        .await
-                    } else {
-                        lock.write(|v| {
-                            let t = ticks();
-                            *v = work(*v);
-                            t
-                        })
-                        .await
-                    };
-                    hist.record(t1.saturating_sub(t0));
-                    ops += 1;
-                    if ops % 16 == 0 {
-                        tokio::task::yield_now().await;
-                    }
-                }
-                (ops, hist)
-            })
-        })
-        .collect();
+    let handles: Vec<_> = (0..tasks).map(|i| rt.spawn(task(i, stop.clone()))).collect();
     std::thread::sleep(dur);
     stop.store(true, Ordering::Relaxed);
     let (ops, hist) = rt.block_on(async {
@@ -359,7 +395,7 @@ fn async_contended<P: Peer>(tasks: usize, workers: usize, read_per_mille: u64, d
     let elapsed = start.elapsed();
     let cpu = cpu_time() - cpu0;
     drop(rt);
-    Row { name: P::NAME, ops, elapsed, cpu, hist }
+    Row { name, ops, elapsed, cpu, hist }
 }
 
 /// One OS thread's loop: blocking writes until `stop`.
@@ -533,6 +569,216 @@ fn print_refcount_table(title: &str, rows: &[Row]) {
     }
 }
 
+// ---------------------------------------------------------------------------
+// The seeds' experiments and the other issue-4 workloads
+// ---------------------------------------------------------------------------
+
+/// `tasks` tasks (2 workers), each holding the write lock across one
+/// `yield_now().await` per operation: the guard is held while the task is
+/// not running, so spinning for it cannot pay. Only async peers.
+fn hold_across_await<P: Peer>(tasks: usize, dur: Duration) -> Option<Row> {
+    if !P::ASYNC {
+        return None;
+    }
+    let lock = Arc::new(P::new(0));
+    Some(run_tasks(P::NAME, tasks, 2, dur, |_, stop| {
+        let lock = lock.clone();
+        async move {
+            let (mut ops, mut hist) = (0u64, Hist::new());
+            while !stop.load(Ordering::Relaxed) {
+                let t0 = ticks();
+                let t1 = lock
+                    .write_across_yield(|v| {
+                        *v = work(*v);
+                        ticks()
+                    })
+                    .await;
+                hist.record(t1.saturating_sub(t0));
+                ops += 1;
+            }
+            (ops, hist)
+        }
+    }))
+}
+
+/// Seed 000: `threads` threads hammer two locks at once, 8 operations with
+/// a ~20 ns section on the short lock for each ~2 us one on the long lock.
+/// Returns the (short, long) rows, named `name`.
+fn two_locks<P: Peer>(name: &'static str, threads: usize, dur: Duration) -> [Row; 2] {
+    let (short, long) = (Arc::new(P::new(0)), Arc::new(P::new(0)));
+    let stop = Arc::new(AtomicBool::new(false));
+    let cpu0 = cpu_time();
+    let start = Instant::now();
+    let handles: Vec<_> = (0..threads)
+        .map(|_| {
+            let (short, long, stop) = (short.clone(), long.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut out = [(0u64, Hist::new()), (0u64, Hist::new())];
+                while !stop.load(Ordering::Relaxed) {
+                    for i in 0..9 {
+                        let (lock, ns, k) = if i < 8 { (&short, 20, 0) } else { (&long, 2000, 1) };
+                        let t0 = ticks();
+                        let t1 = lock.blocking_write(|v| {
+                            let t = ticks();
+                            *v = work_ns(*v, ns);
+                            t
+                        });
+                        out[k].1.record(t1.saturating_sub(t0));
+                        out[k].0 += 1;
+                    }
+                }
+                out
+            })
+        })
+        .collect();
+    std::thread::sleep(dur);
+    stop.store(true, Ordering::Relaxed);
+    let mut total = [(0u64, Hist::new()), (0u64, Hist::new())];
+    for h in handles {
+        for (t, o) in total.iter_mut().zip(h.join().unwrap()) {
+            t.0 += o.0;
+            t.1.merge(&o.1);
+        }
+    }
+    let (elapsed, cpu) = (start.elapsed(), cpu_time() - cpu0);
+    let [(s_ops, s_hist), (l_ops, l_hist)] = total;
+    [Row { name, ops: s_ops, elapsed, cpu, hist: s_hist }, Row { name, ops: l_ops, elapsed, cpu, hist: l_hist }]
+}
+
+/// Seed 002's figures for one contender.
+struct Fairness {
+    name: &'static str,
+    tight_ops: u64,
+    slow_ops: u64,
+    elapsed: Duration,
+    cpu: Duration,
+    tight: Hist,
+    slow: Hist,
+}
+
+/// Seed 002: `tight` threads in a tight acquire/release loop and one slow
+/// thread that does ~1 us of work outside the lock between acquisitions.
+fn fairness<P: Peer>(tight: usize, dur: Duration) -> Fairness {
+    let lock = Arc::new(P::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let cpu0 = cpu_time();
+    let start = Instant::now();
+    let spawn = |outside_ns: u64| {
+        let (lock, stop) = (lock.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let (mut ops, mut hist, mut x) = (0u64, Hist::new(), 1u64);
+            while !stop.load(Ordering::Relaxed) {
+                if outside_ns > 0 {
+                    x = work_ns(x, outside_ns);
+                }
+                let t0 = ticks();
+                let t1 = lock.blocking_write(|v| {
+                    let t = ticks();
+                    *v = work(*v);
+                    t
+                });
+                hist.record(t1.saturating_sub(t0));
+                ops += 1;
+            }
+            std::hint::black_box(x);
+            (ops, hist)
+        })
+    };
+    let tights: Vec<_> = (0..tight).map(|_| spawn(0)).collect();
+    let slow = spawn(1000);
+    std::thread::sleep(dur);
+    stop.store(true, Ordering::Relaxed);
+    let mut f = Fairness {
+        name: P::NAME,
+        tight_ops: 0,
+        slow_ops: 0,
+        elapsed: Duration::ZERO,
+        cpu: Duration::ZERO,
+        tight: Hist::new(),
+        slow: Hist::new(),
+    };
+    for h in tights {
+        let (ops, hist) = h.join().unwrap();
+        f.tight_ops += ops;
+        f.tight.merge(&hist);
+    }
+    (f.slow_ops, f.slow) = slow.join().unwrap();
+    (f.elapsed, f.cpu) = (start.elapsed(), cpu_time() - cpu0);
+    f
+}
+
+/// Rows of several rounds, grouped by contender: each one's median round.
+fn group_median(rows: Vec<Row>) -> Vec<Row> {
+    let mut rows = Some(rows);
+    median_rounds(1, &mut || rows.take().unwrap_or_default())
+}
+
+/// Several rounds of seed 002, grouped by contender: the round with the
+/// median total throughput, with the worst waits of all rounds.
+fn fairness_worst(rows: Vec<Fairness>) -> Vec<Fairness> {
+    let mut groups: Vec<Vec<Fairness>> = Vec::new();
+    for f in rows {
+        match groups.iter_mut().find(|g| g[0].name == f.name) {
+            Some(g) => g.push(f),
+            None => groups.push(vec![f]),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|mut g| {
+            let rate = |f: &Fairness| (f.tight_ops + f.slow_ops) as f64 / f.elapsed.as_secs_f64();
+            g.sort_by(|a, b| rate(a).total_cmp(&rate(b)));
+            let (mut tight, mut slow) = (Hist::new(), Hist::new());
+            for f in &g {
+                tight.merge(&f.tight);
+                slow.merge(&f.slow);
+            }
+            let mid = g.len() / 2;
+            let mut f = g.swap_remove(mid);
+            (f.tight, f.slow) = (tight, slow);
+            f
+        })
+        .collect()
+}
+
+fn print_fairness(title: &str, rows: &[Fairness]) {
+    let tick = ns_per_tick();
+    let total = |f: &Fairness| (f.tight_ops + f.slow_ops) as f64 / f.elapsed.as_secs_f64();
+    let pl = rows.iter().find(|f| f.name == "parking_lot").map(total);
+    println!("\n== {title}");
+    println!(
+        "{:<13} {:>10} {:>8} {:>12} {:>11} {:>13} {:>13}",
+        "contender", "total/s", "vs pl", "CPU us/op", "slow ops/s", "slow max wait", "tight max wait"
+    );
+    for f in rows {
+        println!(
+            "{:<13} {:>10} {:>8} {:>12.3} {:>11} {:>13} {:>13}",
+            f.name,
+            fmt_rate(total(f)),
+            pl.map_or("-".into(), |p| format!("{:.2}x", total(f) / p)),
+            f.cpu.as_secs_f64() * 1e6 / (f.tight_ops + f.slow_ops).max(1) as f64,
+            fmt_rate(f.slow_ops as f64 / f.elapsed.as_secs_f64()),
+            fmt_ns(f.slow.max as f64 * tick),
+            fmt_ns(f.tight.max as f64 * tick),
+        );
+    }
+    record(
+        title,
+        "ops/s (all threads)",
+        true,
+        rows.iter()
+            .map(|f| report::Record {
+                name: f.name.to_string(),
+                value: total(f),
+                cpu_ns_per_op: Some(f.cpu.as_secs_f64() * 1e9 / (f.tight_ops + f.slow_ops).max(1) as f64),
+                p50_ns: None,
+                p99_ns: Some(f.slow.quantile(0.99) as f64 * tick),
+                max_ns: Some(f.slow.max as f64 * tick),
+            })
+            .collect(),
+    );
+}
+
 /// Command-line options.
 struct Opts {
     full: bool,
@@ -634,9 +880,9 @@ fn main() {
     let dur = if full { Duration::from_secs(1) } else { Duration::from_millis(300) };
     let n_uncontended = if full { 10_000_000 } else { 3_000_000 };
 
-    if let Some(us) = std::env::var("SHOWDOWN_HANDOFF_US").ok().and_then(|v| v.parse().ok()) {
-        hybrid_sync::__testing::set_handoff_timeout(Some(Duration::from_micros(us)));
-    }
+    let handoff_override =
+        std::env::var("SHOWDOWN_HANDOFF_US").ok().and_then(|v| v.parse().ok()).map(Duration::from_micros);
+    hybrid_sync::__testing::set_handoff_timeout(handoff_override);
     calibrate_work(50.0);
     let _ = ns_per_tick();
     println!("hybrid-sync showdown ({} mode)", if full { "full" } else { "quick" });
@@ -711,20 +957,19 @@ fn main() {
         if !opts.workload(title) {
             return;
         }
-        let mut all: Vec<Vec<Row>> = Vec::new();
-        for _ in 0..rounds {
-            for row in run() {
-                match all.iter_mut().find(|v| v[0].name == row.name) {
-                    Some(v) => v.push(row),
-                    None => all.push(vec![row]),
-                }
-            }
-        }
-        let rows: Vec<Row> = all.into_iter().map(median_row).collect();
+        let rows = median_rounds(rounds, run);
         eprint!("\r\x1b[2K");
         print(title, &rows);
     };
     let table = |title: &str, run: &mut dyn FnMut() -> Vec<Row>| table_with(title, print_table, run);
+    let table_seed = |title: &str, run: &mut dyn FnMut() -> Vec<Row>| {
+        if !opts.workload(title) {
+            return;
+        }
+        let rows = median_rounds(if full { 3 } else { 1 }, run);
+        eprint!("\r\x1b[2K");
+        print_table(title, &rows);
+    };
     macro_rules! rows {
         ($each:ident, $label:expr, |$p:ident| $run:expr) => {{
             let mut rows = Vec::new();
@@ -752,6 +997,123 @@ fn main() {
     table("mixed: 4 blocking threads + 32 tasks on 2 workers, one lock (Mutex)", &mut || {
         rows!(for_each_mutex, "mixed", |P| mixed::<P>(4, 32, dur))
     });
+
+    table("threads: 2 threads on 2 cores, blocking API (Mutex)", &mut || {
+        rows!(for_each_mutex, "2 threads", |P| threads::<P>(2, dur))
+    });
+    table("threads: 8 threads on 2 cores, blocking API (Mutex)", &mut || {
+        rows!(for_each_mutex, "8 threads", |P| threads::<P>(8, dur))
+    });
+    table("async hold across .await: 64 tasks on 2 workers, write guard held over a yield (RwLock)", &mut || {
+        let mut rows = Vec::new();
+        for_each_rwlock!(P => {
+            if opts.peer(P::NAME) && P::ASYNC {
+                progress(&format!("hold across .await {}", P::NAME));
+                rows.extend(hold_across_await::<P>(64, dur));
+            }
+        });
+        rows
+    });
+
+    // The seeds' experiments: fewer rounds in quick mode, to stay under a minute.
+    let seed_rounds = if full { 3 } else { 1 };
+    let seed_dur = if full { Duration::from_secs(1) } else { Duration::from_millis(200) };
+
+    let title000 = "seed 000: two locks, 4 threads, 8 ops on a ~20 ns lock per op on a ~2 us lock (Mutex)";
+    if opts.workload(title000) {
+        let (mut short, mut long) = (Vec::new(), Vec::new());
+        let mut run = |name: &'static str, f: &dyn Fn() -> [Row; 2]| {
+            progress(&format!("seed 000 {name}"));
+            let [s, l] = f();
+            short.push(s);
+            long.push(l);
+        };
+        for _ in 0..seed_rounds {
+            run("hybrid-sync", &|| two_locks::<peers::HybridMutex>("hybrid-sync", 4, seed_dur));
+            run("one delay", &|| {
+                hybrid_sync::__testing::set_per_address_backoff(false);
+                let rows = two_locks::<peers::HybridMutex>("hybrid 1-delay", 4, seed_dur);
+                hybrid_sync::__testing::set_per_address_backoff(true);
+                rows
+            });
+            run("parking_lot", &|| two_locks::<peers::ParkingLotMutex>("parking_lot", 4, seed_dur));
+            run("std", &|| two_locks::<peers::StdMutex>("std", 4, seed_dur));
+        }
+        eprint!("\r\x1b[2K");
+        print_table("seed 000, the short lock (~20 ns section)", &group_median(short));
+        print_table("seed 000, the long lock (~2 us section)", &group_median(long));
+    }
+
+    for tight in [1, 4] {
+        let title = format!("seed 002: fairness, {tight} tight thread(s) + 1 slow one (1 us outside the lock) (Mutex)");
+        if !opts.workload(&title) {
+            continue;
+        }
+        let mut all: Vec<Fairness> = Vec::new();
+        for _ in 0..seed_rounds {
+            for_each_mutex!(P => {
+                if opts.peer(P::NAME) {
+                    progress(&format!("seed 002 {}", P::NAME));
+                    all.push(fairness::<P>(tight, seed_dur));
+                }
+            });
+        }
+        eprint!("\r\x1b[2K");
+        print_fairness(&title, &fairness_worst(all));
+    }
+
+    let title003 =
+        "seed 003: 32 threads, handoff timeout 50 us: CPU per op with spinners leaving on handoff or not (Mutex)";
+    if opts.workload(title003) {
+        let rows = median_rounds(seed_rounds, &mut || {
+            hybrid_sync::__testing::set_handoff_timeout(Some(Duration::from_micros(50)));
+            progress("seed 003 hybrid-sync");
+            let mut rows = vec![threads::<peers::HybridMutex>(32, seed_dur)];
+            progress("seed 003 spinning through handoff");
+            hybrid_sync::__testing::set_spin_through_handoff(true);
+            let mut broken = threads::<peers::HybridMutex>(32, seed_dur);
+            hybrid_sync::__testing::set_spin_through_handoff(false);
+            broken.name = "spins on (bug)";
+            rows.push(broken);
+            hybrid_sync::__testing::set_handoff_timeout(handoff_override);
+            progress("seed 003 parking_lot");
+            rows.push(threads::<peers::ParkingLotMutex>(32, seed_dur));
+            rows
+        });
+        eprint!("\r\x1b[2K");
+        print_table(title003, &rows);
+    }
+
+    for n in [10, 100, 1000] {
+        let title = format!("seed 004: {n} threads, blocking API, against a lock that never spins (Mutex)");
+        table_seed(&title, &mut || {
+            let mut rows = Vec::new();
+            macro_rules! one {
+                ($p:ty) => {
+                    if opts.peer(<$p>::NAME) {
+                        progress(&format!("seed 004 {n} threads {}", <$p>::NAME));
+                        rows.push(threads::<$p>(n, seed_dur));
+                    }
+                };
+            }
+            one!(peers::HybridMutex);
+            one!(peers::PlainParking);
+            one!(peers::ParkingLotMutex);
+            one!(peers::StdMutex);
+            rows
+        });
+        let title = format!("seed 004: {n} tasks on 2 workers (Mutex)");
+        table_seed(&title, &mut || {
+            let mut rows = Vec::new();
+            for_each_mutex!(P => {
+                if opts.peer(P::NAME) && P::NAME != "std" {
+                    progress(&format!("seed 004 {n} tasks {}", P::NAME));
+                    rows.push(mixed::<P>(0, n, seed_dur));
+                }
+            });
+            rows
+        });
+    }
 
     // Seed 001: reference counts. Same rounds and medians as above.
     let refcounts = |title: &str, threads: usize, tasks: usize, lock_every: u64| {

@@ -101,8 +101,8 @@ pub(crate) const RECHECK_MIN: Duration = Duration::from_micros(16);
 pub(crate) const RECHECK_MAX: Duration = Duration::from_micros(128);
 
 /// One barging acquisition in this many (per thread) first looks at the
-/// queue head and sets `HANDOFF` for it if it has waited twice the handoff
-/// timeout. The head normally claims its turn itself, but a woken thread
+/// queue head and sets `HANDOFF` for it if it is due (waited past the
+/// handoff timeout, and at least a handoff gap since the last handoff). The head normally claims its turn itself, but a woken thread
 /// that cannot get a CPU (the threads barging past it keep them busy)
 /// cannot; without this backstop its wait would be bounded by the
 /// scheduler's time slices (about 3 ms here, measured) rather than by the
@@ -116,6 +116,7 @@ pub(crate) const MAX_READERS: u32 = crate::state::MAX_READERS;
 // one run. Read with relaxed loads on slow paths only.
 static HANDOFF_OVERRIDE_NS: AtomicU64 = AtomicU64::new(u64::MAX);
 static PER_ADDRESS_BACKOFF: AtomicBool = AtomicBool::new(true);
+static SPIN_THROUGH_HANDOFF: AtomicBool = AtomicBool::new(false);
 
 /// The effective handoff timeout, in nanoseconds.
 #[inline]
@@ -126,11 +127,26 @@ pub(crate) fn handoff_timeout_ns() -> u64 {
     }
 }
 
+/// The least time between two handoffs on one lock: an eighth of the
+/// handoff timeout (125 us by default). See `RawRwLock::dispatch`.
+#[inline]
+pub(crate) fn handoff_gap_ns() -> u64 {
+    handoff_timeout_ns() / 8
+}
+
 /// Whether backoff state is kept per lock address (the default) or in one
 /// shared slot per thread (the single-delay baseline of seed 000).
 #[inline]
 pub(crate) fn per_address_backoff() -> bool {
     PER_ADDRESS_BACKOFF.load(Ordering::Relaxed)
+}
+
+/// Whether spinners keep spinning while `HANDOFF` is set: never, except in
+/// seed 003's baseline (the rwsem bug the crate must not have), switched on
+/// by [`testing::set_spin_through_handoff`].
+#[inline]
+pub(crate) fn spin_through_handoff() -> bool {
+    SPIN_THROUGH_HANDOFF.load(Ordering::Relaxed)
 }
 
 /// The settings this build of hybrid-sync runs with, as returned by
@@ -206,6 +222,14 @@ pub mod testing {
     /// single-delay baseline of seed 000) or back on.
     pub fn set_per_address_backoff(on: bool) {
         PER_ADDRESS_BACKOFF.store(on, Ordering::Relaxed);
+    }
+
+    /// Makes spinners ignore the handoff bit and spin on (to their spin
+    /// limit) while a handoff is pending: the broken behaviour of seed 003,
+    /// for the benchmark that shows what leaving on the bit saves. Never
+    /// for production: the spinners can only burn CPU.
+    pub fn set_spin_through_handoff(on: bool) {
+        SPIN_THROUGH_HANDOFF.store(on, Ordering::Relaxed);
     }
 
     /// Which of the shared wait queues a [`LockRef`](crate::LockRef) at

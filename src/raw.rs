@@ -39,7 +39,9 @@
 //!
 //! * the head is due (waited past the handoff timeout, or `HANDOFF` is set,
 //!   or `fair`) and can take the lock: grant it (a writer, or the run of
-//!   readers at the head), keeping `HANDOFF` set if the next head is due too;
+//!   readers at the head); the next head is not due again before a handoff
+//!   gap (an eighth of the timeout) has passed, so handoffs stay spaced out
+//!   however many waiters are overdue;
 //! * the head is due but the lock is held: set `HANDOFF`, so that the
 //!   holder's release grants it and nobody else, not even a spinner, can
 //!   take the lock meanwhile;
@@ -169,17 +171,17 @@ impl<L: Layout> RawRwLock<L> {
         false
     }
 
-    /// Sets `HANDOFF` if the queue head has waited twice the handoff timeout.
-    /// See `barging_audit_due`: this is the backstop for a head that cannot
-    /// claim its turn itself, so it allows that head a timeout's slack before
-    /// forcing the handoff (forcing it at once turns every barging run on an
-    /// oversubscribed machine into a handoff convoy).
+    /// Sets `HANDOFF` if the queue head is due (see `barging_audit_due`):
+    /// bargers claim the turn of a head that cannot claim it itself, a
+    /// woken thread that cannot get a CPU while they keep both busy. The
+    /// handoff gap (`dispatch`) keeps this from turning every barging run
+    /// into a convoy of handoffs: a head is due at most once per gap.
     #[cold]
     fn audit_head(&self) {
         let q = self.lock_queue();
         let Some(head) = q.head() else { return };
         // SAFETY: under the queue lock.
-        if !unsafe { head.waited_at_least(Instant::now(), 2 * config::handoff_timeout_ns()) } {
+        if !unsafe { head.waited_at_least(Instant::now(), config::handoff_timeout_ns()) } {
             return;
         }
         let mut s = self.state.load(Ordering::Relaxed);
@@ -385,18 +387,7 @@ impl<L: Layout> RawRwLock<L> {
             if next.is_none() {
                 new &= !WAITERS;
             }
-            // Handoff mode lasts while the waiter that becomes the head is due
-            // too: keeping HANDOFF set keeps spinners and newcomers off the
-            // CPUs while the grantee wakes up, so a run of overdue waiters
-            // drains at wakeup speed instead of competing for a CPU with
-            // threads that cannot win.
-            if !FAIR {
-                let now = *now.get_or_insert_with(Instant::now);
-                // SAFETY: under the queue lock.
-                if next.is_some_and(|n| unsafe { n.waited_at_least(now, config::handoff_timeout_ns()) }) {
-                    new |= HANDOFF;
-                }
-            }
+            let next = next.map(|n| n as *const Waiter);
             if head_has_token {
                 new &= !WOKEN;
             }
@@ -409,6 +400,21 @@ impl<L: Layout> RawRwLock<L> {
                         stats::inc(Event::Grant);
                         // SAFETY: the lock was just taken for the head.
                         unsafe { q.grant_head(wakes) };
+                    }
+                    // One handoff per gap: the waiter that becomes the head is
+                    // not due before `handoff_gap` from now, however long it
+                    // has waited, and newcomers may barge meanwhile (as
+                    // parking_lot spaces out its fair unlocks). Without the
+                    // gap, a queue where everyone is overdue (hundreds of
+                    // threads on two cores) drains by handoffs alone, one
+                    // wakeup at a time, and throughput falls to the rate at
+                    // which sleepers wake. The price: the k-th overdue
+                    // waiter waits about timeout + k gaps.
+                    if let (false, Some(next)) = (FAIR, next) {
+                        let now = *now.get_or_insert_with(Instant::now);
+                        // SAFETY: `next` is still linked (it follows the
+                        // granted run), hence alive; under the queue lock.
+                        unsafe { (*next).defer_due(now, config::handoff_gap_ns(), config::handoff_timeout_ns()) };
                     }
                     return more;
                 }
@@ -525,7 +531,7 @@ impl<L: Layout> RawRwLock<L> {
         let mut token = false;
         let result = backoff::spin(self as *const Self as usize, limit_ns, || {
             let s = self.state.load(Ordering::Relaxed);
-            if has_handoff(s) || (FAIR && has_waiters(s)) {
+            if (has_handoff(s) && !config::spin_through_handoff()) || (FAIR && has_waiters(s)) {
                 // The queue owns the next turn: spinning can only burn CPU.
                 return Probe::Handoff;
             }

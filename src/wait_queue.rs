@@ -117,6 +117,8 @@ pub(crate) struct Waiter {
     task: UnsafeCell<Option<Task>>,
     /// When the node first queued; the handoff timeout counts from here, and
     /// it survives lost races so that the wait it bounds is the whole wait.
+    /// A handoff to the node ahead moves it forward ([`Waiter::defer_due`]),
+    /// spacing handoffs out by the handoff gap.
     ///
     /// # Safety
     /// As `task`.
@@ -232,6 +234,22 @@ impl Waiter {
             Some(since) => now.saturating_duration_since(since).as_nanos() >= u128::from(timeout_ns),
             None => false,
         })
+    }
+
+    /// Makes the node due for a handoff no earlier than `gap_ns` after
+    /// `now`, by moving the origin of its wait forward (never back).
+    ///
+    /// # Safety
+    /// Under the queue lock.
+    pub(crate) unsafe fn defer_due(&self, now: Instant, gap_ns: u64, timeout_ns: u64) {
+        let due = now + core::time::Duration::from_nanos(gap_ns);
+        let Some(origin) = due.checked_sub(core::time::Duration::from_nanos(timeout_ns)) else { return };
+        // SAFETY: the caller holds the queue lock (Invariant 3).
+        self.since.with_mut(|s| unsafe {
+            if (*s).is_some_and(|since| since < origin) {
+                *s = Some(origin);
+            }
+        });
     }
 
     /// Sets the node's state.

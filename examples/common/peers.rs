@@ -29,6 +29,13 @@ pub trait Peer: Send + Sync + 'static {
     /// the lock's future, which the compiler inlines alike for every peer.
     fn uncontended_read(&self, rt: &tokio::runtime::Runtime, n: u64);
     fn uncontended_write(&self, rt: &tokio::runtime::Runtime, n: u64);
+    /// Takes the write lock, holds it across one `yield_now().await`, then
+    /// runs `f` in it. Only for `ASYNC` peers (a blocking guard cannot be
+    /// held across `.await` in a spawned task).
+    fn write_across_yield<'a>(
+        &'a self,
+        f: impl FnOnce(&mut u64) -> u64 + Send + 'a,
+    ) -> impl Future<Output = u64> + Send + 'a;
 }
 
 macro_rules! async_rwlock_peer {
@@ -68,6 +75,16 @@ macro_rules! async_rwlock_peer {
                         *self.0.$write().await += 1;
                     }
                 })
+            }
+            fn write_across_yield<'a>(
+                &'a self,
+                f: impl FnOnce(&mut u64) -> u64 + Send + 'a,
+            ) -> impl Future<Output = u64> + Send + 'a {
+                async move {
+                    let mut guard = self.0.$write().await;
+                    tokio::task::yield_now().await;
+                    f(&mut *guard)
+                }
             }
         }
     };
@@ -117,6 +134,12 @@ macro_rules! blocking_peer {
                     }
                 })
             }
+            fn write_across_yield<'a>(
+                &'a self,
+                _: impl FnOnce(&mut u64) -> u64 + Send + 'a,
+            ) -> impl Future<Output = u64> + Send + 'a {
+                async { unreachable!("{} cannot be held across .await", $name) }
+            }
         }
     };
 }
@@ -132,6 +155,102 @@ async_rwlock_peer!(TokioMutex, "tokio", tokio::sync::Mutex<u64>, lock, lock, blo
 async_rwlock_peer!(AsyncLockMutex, "async-lock", async_lock::Mutex<u64>, lock, lock, lock_blocking, lock_blocking);
 blocking_peer!(ParkingLotMutex, "parking_lot", parking_lot::Mutex<u64>, |l| l.lock(), |l| l.lock());
 blocking_peer!(StdMutex, "std", std::sync::Mutex<u64>, |l| l.lock().unwrap(), |l| l.lock().unwrap());
+
+/// A lock that never spins: a contended acquirer parks at once (the futex
+/// mutex of Drepper's "Futexes Are Tricky", on parking_lot_core). Seed 004's
+/// baseline: optimistic spinning must beat it at every contender count.
+pub struct PlainParking {
+    /// 0 free, 1 locked, 2 locked with (maybe) parked waiters.
+    state: std::sync::atomic::AtomicU8,
+    value: std::cell::UnsafeCell<u64>,
+}
+
+// SAFETY: `value` is only touched while `state` says we hold the lock.
+unsafe impl Sync for PlainParking {}
+
+impl PlainParking {
+    fn key(&self) -> usize {
+        &self.state as *const _ as usize
+    }
+
+    fn lock(&self) {
+        use std::sync::atomic::Ordering::{Acquire, Relaxed};
+        if self.state.compare_exchange(0, 1, Acquire, Relaxed).is_ok() {
+            return;
+        }
+        while self.state.swap(2, Acquire) != 0 {
+            // SAFETY: the callbacks neither panic nor call into
+            // parking_lot_core; the key is our own state's address.
+            unsafe {
+                parking_lot_core::park(
+                    self.key(),
+                    || self.state.load(Relaxed) == 2,
+                    || {},
+                    |_, _| {},
+                    parking_lot_core::DEFAULT_PARK_TOKEN,
+                    None,
+                );
+            }
+        }
+    }
+
+    fn unlock(&self) {
+        use std::sync::atomic::Ordering::Release;
+        if self.state.swap(0, Release) == 2 {
+            // SAFETY: as in `lock`.
+            unsafe {
+                parking_lot_core::unpark_one(self.key(), |_| parking_lot_core::DEFAULT_UNPARK_TOKEN);
+            }
+        }
+    }
+
+    fn with<R>(&self, f: impl FnOnce(&mut u64) -> R) -> R {
+        self.lock();
+        // SAFETY: we hold the lock.
+        let r = f(unsafe { &mut *self.value.get() });
+        self.unlock();
+        r
+    }
+}
+
+impl Peer for PlainParking {
+    const NAME: &'static str = "plain parking";
+    const ASYNC: bool = false;
+    fn new(v: u64) -> Self {
+        PlainParking { state: 0.into(), value: v.into() }
+    }
+    fn read<'a>(&'a self, f: impl FnOnce(&u64) -> u64 + Send + 'a) -> impl Future<Output = u64> + Send + 'a {
+        let r = self.blocking_read(f);
+        async move { r }
+    }
+    fn write<'a>(&'a self, f: impl FnOnce(&mut u64) -> u64 + Send + 'a) -> impl Future<Output = u64> + Send + 'a {
+        let r = self.blocking_write(f);
+        async move { r }
+    }
+    fn blocking_read(&self, f: impl FnOnce(&u64) -> u64) -> u64 {
+        self.with(|v| f(v))
+    }
+    fn blocking_write(&self, f: impl FnOnce(&mut u64) -> u64) -> u64 {
+        self.with(f)
+    }
+    fn uncontended_read(&self, _: &tokio::runtime::Runtime, n: u64) {
+        for _ in 0..n {
+            std::hint::black_box(self.with(|v| *v));
+        }
+    }
+    fn uncontended_write(&self, _: &tokio::runtime::Runtime, n: u64) {
+        for _ in 0..n {
+            self.with(|v| *v += 1);
+        }
+    }
+    #[allow(clippy::manual_async_fn)] // the trait's signature, with its Send bound
+    fn write_across_yield<'a>(
+        &'a self,
+        _: impl FnOnce(&mut u64) -> u64 + Send + 'a,
+    ) -> impl Future<Output = u64> + Send + 'a {
+        async { unreachable!("a blocking lock cannot be held across .await") }
+    }
+}
 
 /// Runs `$body` once per RwLock contender, with `$p` bound to its type.
 #[macro_export]

@@ -1009,7 +1009,9 @@ fn main() {
         for_each_rwlock!(P => {
             if opts.peer(P::NAME) && P::ASYNC {
                 progress(&format!("hold across .await {}", P::NAME));
+                let _ = hybrid_sync::stats::snapshot(true);
                 rows.extend(hold_across_await::<P>(64, dur));
+                print_stats(&opts, P::NAME);
             }
         });
         rows

@@ -38,7 +38,10 @@
 //! [`RawRwLock::dispatch`]:
 //!
 //! * the head is due (waited past the handoff timeout, or `HANDOFF` is set,
-//!   or `fair`) and can take the lock: grant it (a writer, or the run of
+//!   or `fair`, or it is a task that was woken before and lost the lock to
+//!   a barger: waking it again would only repeat that, a wasted poll per
+//!   release when holders keep the lock across `.await`) and can take the
+//!   lock: grant it (a writer, or the run of
 //!   readers at the head); the next head is not due again before a handoff
 //!   gap (an eighth of the timeout) has passed, so handoffs stay spaced out
 //!   however many waiters are overdue;
@@ -296,7 +299,8 @@ impl<L: Layout> RawRwLock<L> {
             };
             let kind = head.kind;
             let free = head_may_take(kind, s, self.state.max_readers());
-            let due = FAIR || has_handoff(s) || self.head_is_due(q, &mut now);
+            // SAFETY: under the queue lock.
+            let due = FAIR || has_handoff(s) || self.head_is_due(q, &mut now) || unsafe { head.lost_wake() };
             if !free && (due || kind == Kind::Read || !is_write_locked(s)) {
                 // Its holder will release it and dispatch again; if the head
                 // has waited too long, that release must be a handoff. (A
@@ -697,7 +701,12 @@ impl<L: Layout> RawRwLock<L> {
         // the lock will see WAITERS without WOKEN on release and wake or
         // grant the head.
         // SAFETY: our node is linked in `q`, and we hold the queue lock.
-        let stale = unsafe { if woken || node.needs_task(waker) { node.rewait(task()) } else { None } };
+        let stale = unsafe {
+            if woken && waker.is_some() {
+                node.mark_lost_wake();
+            }
+            if woken || node.needs_task(waker) { node.rewait(task()) } else { None }
+        };
         drop(q);
         drop(stale);
         Retry::Waiting

@@ -128,6 +128,12 @@ pub(crate) struct Waiter {
     /// unlinked node;
     /// read without the lock by the owner.
     state: AtomicU8,
+    /// The node was a woken task that lost the lock to a barger: the next
+    /// release hands the lock to it instead of waking it again.
+    ///
+    /// # Safety
+    /// Under the queue lock.
+    lost_wake: UnsafeCell<bool>,
     /// What the owner wants.
     pub(crate) kind: Kind,
     /// Which lock the node waits for, in a queue shared by several
@@ -151,6 +157,7 @@ impl Waiter {
             task: UnsafeCell::new(None),
             since: UnsafeCell::new(None),
             state: AtomicU8::new(IDLE),
+            lost_wake: UnsafeCell::new(false),
             kind,
             key,
             _pinned: PhantomPinned,
@@ -261,6 +268,24 @@ impl Waiter {
         // Release: a `GRANTED` or `RETRY` owner that reads this with Acquire
         // sees every write made before it (the lock word, the unlink).
         self.state.store(state, Ordering::Release);
+    }
+
+    /// Records that the node, woken, lost the lock to a barger.
+    ///
+    /// # Safety
+    /// Under the queue lock.
+    pub(crate) unsafe fn mark_lost_wake(&self) {
+        // SAFETY: the caller holds the queue lock.
+        self.lost_wake.with_mut(|l| unsafe { *l = true });
+    }
+
+    /// Whether the node, woken, lost the lock to a barger.
+    ///
+    /// # Safety
+    /// Under the queue lock.
+    pub(crate) unsafe fn lost_wake(&self) -> bool {
+        // SAFETY: the caller holds the queue lock.
+        self.lost_wake.with(|l| unsafe { *l })
     }
 
     /// Sends a `RETRY` node back to sleep with a fresh task.

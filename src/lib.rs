@@ -66,6 +66,7 @@
 //! | `handoff-250us` | handoff timeout 250 µs: tighter worst-case wait, less barging |
 //! | `handoff-4ms` | handoff timeout 4 ms (rwsem's): more throughput under heavy contention |
 //! | `stats` | process-wide lock-event counters (spins won, waiters woken, handoffs...), zero-cost when off |
+//! | `lock_api` | `hybrid_sync::RawRwLock` and `RawMutex` implement `lock_api`'s raw lock traits (timed, fair, downgrade), for blocking `lock_api::RwLock<hybrid_sync::RawRwLock, T>` |
 //!
 //! Cargo unifies features across the dependency graph, so every combination
 //! builds: `fair` is independent of the others, `no-spin` overrides spin
@@ -134,6 +135,8 @@ mod lockref;
 mod loom;
 mod mutex;
 mod raw;
+#[cfg(all(feature = "lock_api", not(hybrid_sync_loom)))]
+mod raw_api;
 mod rwlock;
 mod state;
 pub mod stats;
@@ -143,6 +146,8 @@ pub use config::{Tuning, testing as __testing, tuning};
 pub use error::TryLockError;
 pub use lockref::{LockArc, LockArcGuard, LockRef, LockRefGuard, MAX_COUNT};
 pub use mutex::{MappedMutexGuard, Mutex, MutexGuard, OwnedMappedMutexGuard, OwnedMutexGuard};
+#[cfg(all(feature = "lock_api", not(hybrid_sync_loom)))]
+pub use raw_api::{RawMutex, RawRwLock};
 pub use rwlock::{
     OwnedRwLockMappedWriteGuard, OwnedRwLockReadGuard, OwnedRwLockWriteGuard, RwLock, RwLockMappedWriteGuard,
     RwLockReadGuard, RwLockWriteGuard,

@@ -847,17 +847,27 @@ impl<L: Layout> RawRwLock<L> {
     /// a head that leaves lets the new head proceed if it can, and a woken
     /// head gives its token back.
     pub(crate) fn cancel(&self, node: &Waiter) {
+        self.leave(node, false);
+    }
+
+    /// The owner of a queued node stops waiting, as in [`cancel`](Self::cancel);
+    /// with `keep_grant`, a lock granted to it meanwhile is kept instead of
+    /// released (a timed blocking wait that ran out as the lock arrived).
+    /// Returns `true` if the caller holds the lock.
+    fn leave(&self, node: &Waiter, keep_grant: bool) -> bool {
         let mut wakes = WakeList::new();
         let mut q = self.lock_queue();
         match node.state() {
             GRANTED => {
                 drop(q);
-                // SAFETY: our node was granted the lock; we release it on its
-                // behalf through the ordinary release path.
-                unsafe {
-                    node.consume_grant();
-                    self.unlock(node.kind);
+                // SAFETY: our node was granted the lock.
+                unsafe { node.consume_grant() };
+                if keep_grant {
+                    return true;
                 }
+                // SAFETY: we release it on the node's behalf through the
+                // ordinary release path.
+                unsafe { self.unlock(node.kind) };
             }
             state @ (WAITING | RETRY) => {
                 stats::inc(Event::Cancel);
@@ -886,8 +896,10 @@ impl<L: Layout> RawRwLock<L> {
                     self.release_slow();
                 }
             }
+            // LICENSED: unlinked and owning nothing; IDLE: never queued.
             _ => {}
         }
+        false
     }
 
     /// Spins, within the lock's spinner limit and with its per-address
@@ -960,6 +972,81 @@ impl<L: Layout> RawRwLock<L> {
                 other => unreachable!("blocked node in state {other}"),
             }
         }
+    }
+
+    /// The blocking front end's contended path with a deadline: as
+    /// [`lock_blocking_contended`](Self::lock_blocking_contended), but a
+    /// wait that reaches `deadline` leaves the queue (passing on whatever
+    /// its node held) and returns `false`. A lock granted just as time ran
+    /// out is kept.
+    #[cfg(not(hybrid_sync_loom))]
+    pub(crate) fn lock_blocking_until(&self, kind: Kind, deadline: Instant) -> bool {
+        let node = pin!(Waiter::new(kind, self.key()));
+        let node = &*node;
+        let thread = || Task::Thread(crate::loom::current_thread());
+        if self.lock_contended(node, config::SPIN_LIMIT_BLOCKING_NS, thread) {
+            return true;
+        }
+        let mut nap = config::RECHECK_MIN;
+        loop {
+            let now = Instant::now();
+            if now >= deadline {
+                return self.leave(node, true);
+            }
+            let left = deadline - now;
+            match node.state() {
+                WAITING => crate::loom::park_timeout(left),
+                GRANTED => {
+                    // SAFETY: our node, granted.
+                    unsafe { node.consume_grant() };
+                    return true;
+                }
+                LICENSED => {
+                    if self.enter_licensed(node, config::SPIN_LIMIT_BLOCKING_NS, thread) {
+                        return true;
+                    }
+                }
+                RETRY if self.take_woken(node, config::SPIN_LIMIT_BLOCKING_NS) => return true,
+                RETRY => match self.retry_queued(node, None, config::RETAIN_TOKEN, thread) {
+                    Retry::Acquired => return true,
+                    Retry::Waiting => nap = config::RECHECK_MIN,
+                    Retry::Retained { due_in } => {
+                        crate::loom::park_timeout(nap.min(due_in).min(left));
+                        nap = (nap * 2).min(config::RECHECK_MAX);
+                    }
+                },
+                other => unreachable!("blocked node in state {other}"),
+            }
+        }
+    }
+
+    /// Releases the write lock and hands it straight to the head of the
+    /// queue, if anyone waits (`lock_api`'s fair unlock): `HANDOFF` keeps
+    /// newcomers and spinners out until the head has it.
+    ///
+    /// # Safety
+    /// The caller holds the write lock and gives it up.
+    pub(crate) unsafe fn write_unlock_fair(&self) {
+        let mut s = self.state.load(Ordering::Relaxed);
+        // Relaxed: the bit guards no data; the release below publishes.
+        while has_waiters(s) && !has_handoff(s) && !FAIR {
+            match self.state.compare_exchange_weak(s, s | HANDOFF, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => break,
+                Err(actual) => s = actual,
+            }
+        }
+        // SAFETY: forwarded.
+        unsafe { self.write_unlock() }
+    }
+
+    /// Whether anyone holds the lock (a racy snapshot).
+    pub(crate) fn is_locked(&self) -> bool {
+        !is_unlocked(self.state.load(Ordering::Relaxed))
+    }
+
+    /// Whether a writer holds the lock (a racy snapshot).
+    pub(crate) fn is_locked_exclusive(&self) -> bool {
+        is_write_locked(self.state.load(Ordering::Relaxed))
     }
 
     // ----------------------------------------------------------------------

@@ -1,0 +1,143 @@
+//! `lock_api::RwLock<hybrid_sync::RawRwLock, T>` and
+//! `lock_api::Mutex<hybrid_sync::RawMutex, T>`: the same state machine as the
+//! async types, behind lock_api's guards (feature `lock_api`).
+
+#![cfg(feature = "lock_api")]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+use std::thread;
+use std::time::{Duration, Instant};
+
+type RwLock<T> = lock_api::RwLock<hybrid_sync::RawRwLock, T>;
+type Mutex<T> = lock_api::Mutex<hybrid_sync::RawMutex, T>;
+
+#[test]
+fn basics() {
+    let l = RwLock::new(1);
+    {
+        let r1 = l.read();
+        let r2 = l.read();
+        assert_eq!(*r1 + *r2, 2);
+        assert!(l.try_write().is_none());
+        assert!(l.is_locked() && !l.is_locked_exclusive());
+    }
+    *l.write() += 1;
+    assert!(!l.is_locked());
+    let w = l.write();
+    assert!(l.is_locked_exclusive());
+    assert!(l.try_read().is_none());
+    let r = lock_api::RwLockWriteGuard::downgrade(w);
+    assert_eq!(*r, 2);
+    assert!(l.try_read().is_some());
+    assert!(l.try_write().is_none());
+    drop(r);
+    assert_eq!(l.into_inner(), 2);
+
+    let m = Mutex::new(String::new());
+    m.lock().push('a');
+    let g = m.lock();
+    assert!(m.try_lock().is_none() && m.is_locked());
+    lock_api::MutexGuard::unlock_fair(g);
+    assert_eq!(*m.lock(), "a");
+}
+
+#[test]
+fn const_init() {
+    static COUNT: Mutex<u32> = Mutex::const_new(<hybrid_sync::RawMutex as lock_api::RawMutex>::INIT, 0);
+    *COUNT.lock() += 1;
+    assert_eq!(*COUNT.lock(), 1);
+}
+
+#[test]
+fn timed_locks_time_out_and_succeed() {
+    let l = Arc::new(RwLock::new(0));
+    let held = l.write();
+    let t = Instant::now();
+    assert!(l.try_read_for(Duration::from_millis(30)).is_none());
+    assert!(l.try_write_for(Duration::from_millis(30)).is_none());
+    assert!(t.elapsed() >= Duration::from_millis(60));
+    // A waiter that times out leaves the queue: the lock is then free for
+    // everyone, with no WAITERS left behind.
+    drop(held);
+    assert!(l.try_write().is_some());
+
+    // A timed wait that the holder releases in time gets the lock.
+    let held = l.write();
+    let l2 = l.clone();
+    let waiter = thread::spawn(move || l2.try_write_for(Duration::from_secs(10)).map(|mut g| *g += 1).is_some());
+    thread::sleep(Duration::from_millis(20));
+    drop(held);
+    assert!(waiter.join().unwrap());
+    assert_eq!(*l.read(), 1);
+
+    let m = Mutex::new(());
+    let g = m.lock();
+    assert!(m.try_lock_for(Duration::from_millis(10)).is_none());
+    assert!(m.try_lock_until(Instant::now() + Duration::from_millis(10)).is_none());
+    drop(g);
+    assert!(m.try_lock_for(Duration::from_millis(10)).is_some());
+    // An absurd timeout does not overflow.
+    assert!(m.try_lock_for(Duration::MAX).is_some());
+}
+
+/// Timed waiters that give up while others wait behind them and the holder
+/// keeps releasing: nobody is stranded, mutual exclusion holds.
+#[test]
+fn timeouts_under_contention() {
+    let l = Arc::new(RwLock::new(0u64));
+    let stop = Arc::new(AtomicBool::new(false));
+    let inside = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let threads: Vec<_> = (0..6)
+        .map(|i| {
+            let (l, stop, inside) = (l.clone(), stop.clone(), inside.clone());
+            thread::spawn(move || {
+                let mut got = 0u64;
+                while !stop.load(SeqCst) {
+                    let timeout = Duration::from_micros(50 + 97 * (i as u64));
+                    if i % 3 == 0 {
+                        if let Some(r) = l.try_read_for(timeout) {
+                            assert_eq!(inside.load(SeqCst), 0, "a reader beside a writer");
+                            std::hint::black_box(*r);
+                        }
+                    } else if let Some(mut w) = l.try_write_for(timeout) {
+                        assert_eq!(inside.fetch_add(1, SeqCst), 0, "two writers");
+                        *w += 1;
+                        got += 1;
+                        thread::sleep(Duration::from_micros(20));
+                        inside.fetch_sub(1, SeqCst);
+                    }
+                }
+                got
+            })
+        })
+        .collect();
+    thread::sleep(Duration::from_millis(500));
+    stop.store(true, SeqCst);
+    let total: u64 = threads.into_iter().map(|t| t.join().unwrap()).sum();
+    assert_eq!(*l.read(), total);
+    assert!(l.try_write().is_some(), "the lock is left free");
+}
+
+#[test]
+fn threads_hammer_the_mutex() {
+    let m = Arc::new(Mutex::new(0u64));
+    let threads: Vec<_> = (0..8)
+        .map(|_| {
+            let m = m.clone();
+            thread::spawn(move || {
+                for i in 0..20_000 {
+                    let mut g = m.lock();
+                    *g += 1;
+                    if i % 1000 == 0 {
+                        lock_api::MutexGuard::unlock_fair(g);
+                    }
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert_eq!(*m.lock(), 160_000);
+}

@@ -455,3 +455,32 @@ fn lockref_put_or_lock_race_and_async_lock() {
         assert_eq!(r.raw.word(), 0);
     });
 }
+
+/// A queued reader's future is polled (spuriously: a `select!` sibling
+/// woke the task) just as a release licenses it: whichever the poll sees
+/// first, it must take the read lock or stay queued, never trip over the
+/// licence (a reader licensed between the poll's look at its node and the
+/// queue lock once hit an `unreachable!`).
+#[test]
+fn reader_polled_while_licensed() {
+    let _g = handoff(false);
+    loom::model(|| {
+        let s = Shared::new();
+        blocking::lock(&s.lock, Write);
+        let mut fut = Box::pin(Acquire::new(&s.lock, Read));
+        assert!(poll_once(fut.as_mut()).is_pending());
+        let releaser = {
+            let s = s.clone();
+            thread::spawn(move || unsafe { s.lock.write_unlock() })
+        };
+        let mut ready = poll_once(fut.as_mut()).is_ready();
+        releaser.join().unwrap();
+        if !ready {
+            ready = poll_once(fut.as_mut()).is_ready();
+        }
+        assert!(ready, "a licensed reader with the lock free must get in");
+        drop(fut);
+        unsafe { s.lock.read_unlock() };
+        s.assert_idle();
+    });
+}

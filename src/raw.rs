@@ -608,6 +608,9 @@ impl<L: Layout> RawRwLock<L> {
                 unsafe { node.consume_grant() };
                 return Retry::Acquired;
             }
+            // A release licensed the run of readers this node was part of
+            // between its owner's look at the state and this queue lock.
+            LICENSED => return Retry::Licensed,
             RETRY => true,
             WAITING => false,
             other => unreachable!("retry of a node in state {other}"),
@@ -838,6 +841,10 @@ impl<L: Layout> RawRwLock<L> {
         }
         match self.retry_queued(node, Some(waker), false, || Task::Waker(waker.clone())) {
             Retry::Acquired => Poll::Ready(()),
+            Retry::Licensed => match self.enter_licensed(node, spin_limit_ns, || Task::Waker(waker.clone())) {
+                true => Poll::Ready(()),
+                false => Poll::Pending,
+            },
             Retry::Waiting | Retry::Retained { .. } => Poll::Pending,
         }
     }
@@ -960,7 +967,7 @@ impl<L: Layout> RawRwLock<L> {
                 RETRY if self.take_woken(node, config::SPIN_LIMIT_BLOCKING_NS) => return,
                 RETRY => match self.retry_queued(node, None, config::RETAIN_TOKEN, thread) {
                     Retry::Acquired => return,
-                    Retry::Waiting => nap = config::RECHECK_MIN,
+                    Retry::Waiting | Retry::Licensed => nap = config::RECHECK_MIN,
                     Retry::Retained { due_in } => {
                         // Sleep through the barging, looking again at growing
                         // intervals; never past the point where we are due.
@@ -979,7 +986,7 @@ impl<L: Layout> RawRwLock<L> {
     /// wait that reaches `deadline` leaves the queue (passing on whatever
     /// its node held) and returns `false`. A lock granted just as time ran
     /// out is kept.
-    #[cfg(not(hybrid_sync_loom))]
+    #[cfg(all(feature = "lock_api", not(hybrid_sync_loom)))]
     pub(crate) fn lock_blocking_until(&self, kind: Kind, deadline: Instant) -> bool {
         let node = pin!(Waiter::new(kind, self.key()));
         let node = &*node;
@@ -1009,7 +1016,7 @@ impl<L: Layout> RawRwLock<L> {
                 RETRY if self.take_woken(node, config::SPIN_LIMIT_BLOCKING_NS) => return true,
                 RETRY => match self.retry_queued(node, None, config::RETAIN_TOKEN, thread) {
                     Retry::Acquired => return true,
-                    Retry::Waiting => nap = config::RECHECK_MIN,
+                    Retry::Waiting | Retry::Licensed => nap = config::RECHECK_MIN,
                     Retry::Retained { due_in } => {
                         crate::loom::park_timeout(nap.min(due_in).min(left));
                         nap = (nap * 2).min(config::RECHECK_MAX);
@@ -1026,6 +1033,7 @@ impl<L: Layout> RawRwLock<L> {
     ///
     /// # Safety
     /// The caller holds the write lock and gives it up.
+    #[cfg(feature = "lock_api")]
     pub(crate) unsafe fn write_unlock_fair(&self) {
         let mut s = self.state.load(Ordering::Relaxed);
         // Relaxed: the bit guards no data; the release below publishes.
@@ -1040,11 +1048,13 @@ impl<L: Layout> RawRwLock<L> {
     }
 
     /// Whether anyone holds the lock (a racy snapshot).
+    #[cfg(feature = "lock_api")]
     pub(crate) fn is_locked(&self) -> bool {
         !is_unlocked(self.state.load(Ordering::Relaxed))
     }
 
     /// Whether a writer holds the lock (a racy snapshot).
+    #[cfg(feature = "lock_api")]
     pub(crate) fn is_locked_exclusive(&self) -> bool {
         is_write_locked(self.state.load(Ordering::Relaxed))
     }
@@ -1104,6 +1114,9 @@ pub(crate) enum Retry {
     Acquired,
     /// The node waits again, asleep until a release wakes or grants it.
     Waiting,
+    /// The node is a reader that a release has just licensed (unlinked):
+    /// its owner takes the read lock through `enter_licensed`.
+    Licensed,
     /// The node keeps the `WOKEN` token and its place; its thread should look
     /// again within `due_in`, when it may demand a handoff.
     Retained { due_in: Duration },

@@ -38,10 +38,10 @@
 //! [`RawRwLock::dispatch`]:
 //!
 //! * the head is due (waited past the handoff timeout, or `HANDOFF` is set,
-//!   or `fair`, or it is a task that was woken before and lost the lock to
-//!   a barger: waking it again would only repeat that, a wasted poll per
-//!   release when holders keep the lock across `.await`) and can take the
-//!   lock: grant it (a writer, or the run of
+//!   or `fair`, or it is a task that was woken and lost the lock to bargers
+//!   twice in a row: waking it again would only repeat that, a wasted poll
+//!   per release when holders keep the lock across `.await`) and can take
+//!   the lock: grant it (a writer, or the run of
 //!   readers at the head); the next head is not due again before a handoff
 //!   gap (an eighth of the timeout) has passed, so handoffs stay spaced out
 //!   however many waiters are overdue;

@@ -77,6 +77,15 @@ pub(crate) const GRANTED: u8 = 3;
 /// writer barged in first, it goes back to the front of the queue.
 pub(crate) const LICENSED: u8 = 4;
 
+/// A woken task that has lost the lock to bargers this many times is handed
+/// the next release. Once is common under short sections (a barger slips in
+/// while the task is on its way: the next wakeup usually wins, and a grant
+/// would leave the lock idle until the task runs); twice in a row means the
+/// lock is taken back before the task can ever run (a holder across
+/// `.await` re-acquiring at once), where every further wakeup is a wasted
+/// poll.
+pub(crate) const LOST_WAKES_BEFORE_GRANT: u8 = 2;
+
 /// Whoever must be told that a node changed state.
 pub(crate) enum Task {
     /// A suspended future.
@@ -128,12 +137,13 @@ pub(crate) struct Waiter {
     /// unlinked node;
     /// read without the lock by the owner.
     state: AtomicU8,
-    /// The node was a woken task that lost the lock to a barger: the next
-    /// release hands the lock to it instead of waking it again.
+    /// How often the node, a woken task, lost the lock to a barger: from
+    /// [`LOST_WAKES_BEFORE_GRANT`] on, the next release hands the lock to it
+    /// instead of waking it again.
     ///
     /// # Safety
     /// Under the queue lock.
-    lost_wake: UnsafeCell<bool>,
+    lost_wake: UnsafeCell<u8>,
     /// What the owner wants.
     pub(crate) kind: Kind,
     /// Which lock the node waits for, in a queue shared by several
@@ -157,7 +167,7 @@ impl Waiter {
             task: UnsafeCell::new(None),
             since: UnsafeCell::new(None),
             state: AtomicU8::new(IDLE),
-            lost_wake: UnsafeCell::new(false),
+            lost_wake: UnsafeCell::new(0),
             kind,
             key,
             _pinned: PhantomPinned,
@@ -276,7 +286,7 @@ impl Waiter {
     /// Under the queue lock.
     pub(crate) unsafe fn mark_lost_wake(&self) {
         // SAFETY: the caller holds the queue lock.
-        self.lost_wake.with_mut(|l| unsafe { *l = true });
+        self.lost_wake.with_mut(|l| unsafe { *l = (*l).saturating_add(1) });
     }
 
     /// Whether the node, woken, lost the lock to a barger.
@@ -285,7 +295,7 @@ impl Waiter {
     /// Under the queue lock.
     pub(crate) unsafe fn lost_wake(&self) -> bool {
         // SAFETY: the caller holds the queue lock.
-        self.lost_wake.with(|l| unsafe { *l })
+        self.lost_wake.with(|l| unsafe { *l }) >= LOST_WAKES_BEFORE_GRANT
     }
 
     /// Sends a `RETRY` node back to sleep with a fresh task.

@@ -3,7 +3,8 @@
 //!
 //! ```text
 //! cargo run --release --example showdown            # quick, under a minute
-//! cargo run --release --example showdown -- --full  # longer runs, steadier numbers
+//! cargo run --release --example showdown -- --full  # longer runs, steadier numbers (~7 min)
+//!     [--only WORKLOAD,..] [--peers NAME,..] [--json FILE] [--svg DIR] [--stats]
 //! ```
 //!
 //! Every contender runs the same code (`examples/common/peers.rs`). Each table
@@ -25,6 +26,23 @@
 //!   ~50 ns critical section: where spinning goes wrong.
 //! * **mixed**: 4 blocking threads and 32 tasks on the same lock, which only
 //!   locks with both a blocking and an async API can do cleanly.
+//! * **threads 2 and 8**: the same as the 32-thread table, less oversubscribed.
+//! * **async hold across .await**: 64 tasks each holding the write guard over
+//!   a `yield_now().await`: spinning cannot pay here, and must not hurt.
+//! * **seed 000** (per-address backoff): 4 threads on two locks at once, 8
+//!   operations with a ~20 ns section on one per ~2 us one on the other; the
+//!   same run with hybrid-sync's backoff table reduced to one delay per
+//!   thread (a test-only switch) shows what the table buys.
+//! * **seed 002** (fairness): 1 or 4 threads in a tight acquire/release loop
+//!   and one slow thread with ~1 us of work outside the lock: total
+//!   throughput, the slow thread's rate and its maximum wait.
+//! * **seed 003** (spinners under handoff): 32 threads with the handoff
+//!   timeout forced to 50 us, with spinners leaving at once when the handoff
+//!   bit is set (the default) and, as a test-only broken variant, spinning
+//!   on: CPU time per operation.
+//! * **seed 004** (optimistic spinning at scale): 10, 100 and 1000 threads
+//!   against a lock that never spins (a plain futex-style parking lock), and
+//!   10, 100 and 1000 tasks.
 //! * **refcount** (seed 001, the kernel's lockref experiment): 2 threads
 //!   (then 64 tasks on 2 workers) each taking and dropping a reference to
 //!   one shared count, as `LockRef` get+put, a bare `AtomicU64` (the
@@ -1019,7 +1037,7 @@ fn main() {
 
     // The seeds' experiments: fewer rounds in quick mode, to stay under a minute.
     let seed_rounds = if full { 3 } else { 1 };
-    let seed_dur = if full { Duration::from_secs(1) } else { Duration::from_millis(200) };
+    let seed_dur = if full { Duration::from_secs(1) } else { Duration::from_millis(150) };
 
     let title000 = "seed 000: two locks, 4 threads, 8 ops on a ~20 ns lock per op on a ~2 us lock (Mutex)";
     if opts.workload(title000) {
@@ -1118,13 +1136,15 @@ fn main() {
     }
 
     // Seed 001: reference counts. Same rounds and medians as above.
+    // Counting is fast and steady: shorter runs do in quick mode.
+    let refcount_dur = if full { dur } else { Duration::from_millis(150) };
     let refcounts = |title: &str, threads: usize, tasks: usize, lock_every: u64| {
         table_with(title, print_refcount_table, &mut || {
             let mut rows = Vec::new();
             for_each_refcount!(P => {
                 if opts.peer(P::NAME) {
                     progress(&format!("{title} {}", P::NAME));
-                    rows.extend(refcount::<P>(threads, tasks, lock_every, dur));
+                    rows.extend(refcount::<P>(threads, tasks, lock_every, refcount_dur));
                 }
             });
             rows

@@ -156,6 +156,18 @@ impl<L: Layout> RawRwLock<L> {
 
     #[cold]
     fn try_acquire_contended(&self, kind: Kind) -> bool {
+        // The deliberately broken build (`--cfg hybrid_sync_broken`, for
+        // tests/torture.rs only): a writer walks in beside readers.
+        #[cfg(hybrid_sync_broken)]
+        if kind == Kind::Write {
+            let s = self.state.load(Ordering::Relaxed);
+            if !is_write_locked(s)
+                && reader_count(s) > 0
+                && self.state.compare_exchange(s, s | WRITER, Ordering::Acquire, Ordering::Relaxed).is_ok()
+            {
+                return true;
+            }
+        }
         let mut s = self.state.load(Ordering::Relaxed);
         if has_waiters(s) && !has_handoff(s) && !FAIR && barging_audit_due() {
             // About to pass queued waiters. Their head may be unable to run

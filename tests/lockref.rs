@@ -1,12 +1,12 @@
 //! `LockRef` and `LockArc`: every operation, the zero and dead edge cases,
 //! lockless updates waiting for a held lock, threads and tasks in one queue,
-//! two `LockRef`s sharing a wait-queue bucket, and a threads + tasks stress
-//! that checks the final count exactly.
+//! and two `LockRef`s sharing a wait-queue bucket. (The threads + tasks
+//! stress that checks the final count exactly is in tests/torture.rs.)
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::SeqCst};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use hybrid_sync::{LockArc, LockRef, MAX_COUNT};
 use tokio_test::{assert_pending, assert_ready, task::spawn};
@@ -396,100 +396,5 @@ async fn lock_arc_async() {
     assert_eq!(format!("{a:?}"), "LockArc(LockRef { count: 1, value: [1, 2] })");
 }
 
-fn secs() -> f64 {
-    std::env::var("HYBRID_SYNC_STRESS_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(2.0) / 2.0
-}
-
-/// Threads and tasks mixing every count operation with short lock sections
-/// for a while; each balances its own gets and puts, so the final count is
-/// exactly the initial one, and every locked increment of the value is kept.
-#[test]
-fn stress_threads_and_tasks() {
-    const INITIAL: u32 = 1;
-    let r = Arc::new(LockRef::with_count(INITIAL, 0u64));
-    let stop = Arc::new(AtomicBool::new(false));
-    let locked = Arc::new(AtomicU64::new(0));
-    let deadline = Instant::now() + Duration::from_secs_f64(secs());
-
-    let step = |r: &LockRef<u64>, i: u64, locked: &AtomicU64| match i % 64 {
-        // A short critical section: the count is stable under the lock.
-        0 => {
-            let mut g = r.lock();
-            let c = g.count();
-            *g += 1;
-            assert!(c >= INITIAL, "count {c} under the lock");
-            assert_eq!(g.count(), c);
-            locked.fetch_add(1, SeqCst);
-        }
-        1..=20 => {
-            r.get();
-            r.put();
-        }
-        21..=40 => {
-            assert!(r.get_not_zero());
-            assert!(r.put_not_zero(), "we hold one and INITIAL is held throughout");
-        }
-        41..=50 => {
-            assert!(r.get_not_dead());
-            if r.put_return().is_none() {
-                r.put();
-            }
-        }
-        _ => {
-            r.get();
-            assert!(r.put_or_lock().is_none(), "the count was at least 2");
-        }
-    };
-
-    let threads: Vec<_> = (0..4)
-        .map(|t| {
-            let (r, stop, locked) = (r.clone(), stop.clone(), locked.clone());
-            thread::spawn(move || {
-                let mut i = t;
-                while !stop.load(SeqCst) {
-                    step(&r, i, &locked);
-                    i = i.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407) >> 7;
-                }
-            })
-        })
-        .collect();
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    let tasks: Vec<_> = (0..16)
-        .map(|t| {
-            let (r, stop, locked) = (r.clone(), stop.clone(), locked.clone());
-            rt.spawn(async move {
-                let mut i = t + 100;
-                while !stop.load(SeqCst) {
-                    if i % 7 == 0 {
-                        // The async lock, held only between awaits.
-                        let mut g = r.lock_async().await;
-                        *g += 1;
-                        drop(g);
-                        locked.fetch_add(1, SeqCst);
-                    } else {
-                        step(&r, i, &locked);
-                    }
-                    i = i.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407) >> 7;
-                    if i % 16 == 0 {
-                        tokio::task::yield_now().await;
-                    }
-                }
-            })
-        })
-        .collect();
-    while Instant::now() < deadline {
-        thread::sleep(Duration::from_millis(10));
-    }
-    stop.store(true, SeqCst);
-    for t in threads {
-        t.join().unwrap();
-    }
-    rt.block_on(async {
-        for t in tasks {
-            t.await.unwrap();
-        }
-    });
-    assert_eq!(r.count(), INITIAL);
-    assert_eq!(*r.lock(), locked.load(SeqCst));
-    assert!(locked.load(SeqCst) > 0);
-}
+// The threads + tasks stress with an exact final count is `lockref_torture`
+// in tests/torture.rs.

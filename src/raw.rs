@@ -899,11 +899,16 @@ impl<L: Layout> RawRwLock<L> {
                 let more = if q.is_empty() {
                     self.state.fetch_and(!(WAITERS | HANDOFF | token), Ordering::Relaxed);
                     false
-                } else if was_head {
-                    // HANDOFF was held for the node that left; the new head
-                    // earns its own. Then let it in if it can go now
-                    // (readers behind a cancelled writer) or wake it.
-                    self.state.fetch_and(!(HANDOFF | token), Ordering::Relaxed);
+                } else if was_head || token != 0 {
+                    // HANDOFF was held for the head that left; the new head
+                    // earns its own. A woken writer gives its token back even
+                    // when it is not the head (a licensed reader that lost
+                    // to a writer goes back in front of it): releases skipped
+                    // waking anyone while it held the token. Then let the
+                    // head in if it can go now (readers behind a cancelled
+                    // writer) or wake it.
+                    let leaving = if was_head { HANDOFF | token } else { token };
+                    self.state.fetch_and(!leaving, Ordering::Relaxed);
                     self.dispatch(&mut q, &mut wakes)
                 } else {
                     false
@@ -1085,13 +1090,18 @@ impl<L: Layout> RawRwLock<L> {
     /// on a lock that is stuck.
     pub(crate) fn describe(&self) -> String {
         let q = self.queue().debug_word();
-        format!(
+        let mut out = format!(
             "state {:?}, queue {} (queue lock {}, {} spinner(s))",
             Decoded(self.state.load(Ordering::Relaxed)),
             if q & !0b1111 == 0 { "empty" } else { "non-empty" },
             if q & 1 != 0 { "held" } else { "free" },
             (q >> 2) & 0b11,
-        )
+        );
+        // The nodes, if the queue lock can be had without waiting.
+        if let Some(q) = self.queue().try_lock(self.key()) {
+            out += &q.dump();
+        }
+        out
     }
 }
 

@@ -344,6 +344,18 @@ impl WaitQueue {
         QueueGuard { queue: self, first: (w & PTR_MASK) as *const Waiter, key }
     }
 
+    /// Takes the queue lock if it is free right now (for hang reports,
+    /// which must not wait on a stuck queue lock).
+    pub(crate) fn try_lock(&self, key: usize) -> Option<QueueGuard<'_>> {
+        let w = self.word.load(Ordering::Relaxed);
+        if w & QLOCKED != 0 {
+            return None;
+        }
+        // Acquire: as in `lock`.
+        self.word.compare_exchange(w, w | QLOCKED, Ordering::Acquire, Ordering::Relaxed).ok()?;
+        Some(QueueGuard { queue: self, first: (w & PTR_MASK) as *const Waiter, key })
+    }
+
     #[cold]
     fn lock_contended(&self) -> usize {
         let mut spins = 0;
@@ -680,6 +692,33 @@ impl QueueGuard<'_> {
             self.first = me;
             node.set_state(WAITING);
         }
+    }
+
+    /// One line per node of our lock, for hang reports: kind, state, what
+    /// it wakes, how long it has waited.
+    pub(crate) fn dump(&self) -> String {
+        let now = Instant::now();
+        let mut out = String::new();
+        let mut node = self.head();
+        while let Some(n) = node {
+            // SAFETY: under the queue lock.
+            let (task, waited) = unsafe {
+                let task = n.task.with(|t| match &*t {
+                    Some(Task::Waker(_)) => "task",
+                    Some(Task::Thread(_)) => "thread",
+                    None => "nobody",
+                });
+                (task, n.waited(now))
+            };
+            out += &format!(
+                "\n    {:?} {} (wakes {task}), waited {waited:?}",
+                n.kind,
+                ["IDLE", "WAITING", "RETRY", "GRANTED", "LICENSED"].get(n.state_relaxed() as usize).unwrap_or(&"?"),
+            );
+            // SAFETY: `n` is linked in this queue.
+            node = unsafe { self.next(n) };
+        }
+        out
     }
 
     /// Marks the caller's own woken node as the new owner: unlinks it and

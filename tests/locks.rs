@@ -135,6 +135,33 @@ fn a_woken_task_that_keeps_losing_to_bargers_gets_the_next_release() {
     assert!(m.try_lock().is_ok());
 }
 
+/// A woken writer that a licensed reader went back in front of is dropped:
+/// it must give its wakeup token back (found by tests/torture.rs: the token
+/// leaked, and every later release skipped waking anyone).
+#[test]
+fn dropping_a_woken_writer_behind_a_requeued_reader_passes_the_token_on() {
+    if FAIR {
+        return; // under fair nobody barges, so a licensed reader never loses
+    }
+    let lock = RwLock::new(0);
+    let g = lock.try_write().unwrap();
+    let mut reader = spawn(lock.read());
+    let mut writer = spawn(lock.write());
+    assert_pending!(reader.poll());
+    assert_pending!(writer.poll());
+    drop(g); // licenses the reader at the head
+    assert!(reader.is_woken());
+    let b = lock.try_write().expect("a newcomer may take the free lock");
+    drop(b); // wakes the writer, now the head, with the token
+    assert!(writer.is_woken());
+    let b2 = lock.try_write().expect("a newcomer may still barge");
+    assert_pending!(reader.poll()); // loses to b2: back in front of the writer
+    drop(writer); // the woken writer leaves, not from the head
+    drop(b2);
+    assert!(reader.is_woken(), "the release must wake the reader");
+    let _r = assert_ready!(reader.poll());
+}
+
 #[test]
 fn max_readers_queues_the_extra_reader_and_admits_it_on_release() {
     let lock = RwLock::with_max_readers((), 2);

@@ -157,7 +157,10 @@ fn watchdog(shadow: Arc<Shadow>, done: Arc<AtomicBool>, describe: impl Fn() -> S
             still = if now == last { still + 1 } else { 0 };
             last = now;
             if still >= 40 {
-                eprintln!("FAILURE: no acquisition for 10 s: {}", describe());
+                // Straight to stderr: the test harness's capture would lose
+                // an eprintln! when we abort.
+                use std::io::Write;
+                let _ = writeln!(std::io::stderr(), "FAILURE: no acquisition for 10 s: {}", describe());
                 std::process::abort();
             }
         }

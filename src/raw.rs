@@ -905,7 +905,23 @@ impl<L: Layout> RawRwLock<L> {
                     self.release_slow();
                 }
             }
-            // LICENSED: unlinked and owning nothing; IDLE: never queued.
+            LICENSED => {
+                // Unlinked and owning nothing, but woken in place of the
+                // waiters behind: the release that licensed this reader did
+                // not wake them, counting on it to take the lock and release
+                // it later. Leaving without doing so, it passes the wakeup on.
+                // SAFETY: our node, licensed; the licence is given up.
+                unsafe { node.consume_grant() };
+                stats::inc(Event::Cancel);
+                let s = self.state.load(Ordering::Relaxed);
+                let more = needs_wakeup(s) && self.dispatch(&mut q, &mut wakes);
+                drop(q);
+                wakes.wake_all();
+                if more {
+                    self.release_slow();
+                }
+            }
+            // IDLE: never queued.
             _ => {}
         }
         false

@@ -136,6 +136,26 @@ fn dropping_a_woken_writer_behind_a_requeued_reader_passes_the_token_on() {
     let _r = assert_ready!(reader.poll());
 }
 
+/// A reader woken with a licence (its release did not wake the writer
+/// behind it) and dropped before it ran, as the losing branch of a
+/// `select!`: the writer must be woken (found by tests/torture.rs).
+#[test]
+fn dropping_a_licensed_reader_wakes_the_writer_behind_it() {
+    let lock = RwLock::new(0);
+    let g = lock.try_write().unwrap();
+    let mut reader = spawn(lock.read());
+    let mut writer = spawn(lock.write());
+    assert_pending!(reader.poll());
+    assert_pending!(writer.poll());
+    drop(g);
+    if !reader.is_woken() {
+        return; // not licensed in this mode
+    }
+    drop(reader);
+    assert!(writer.is_woken(), "the writer behind a dropped licensed reader must be woken");
+    let _w = assert_ready!(writer.poll());
+}
+
 #[test]
 fn max_readers_queues_the_extra_reader_and_admits_it_on_release() {
     let lock = RwLock::with_max_readers((), 2);

@@ -101,8 +101,8 @@ pub(crate) const RECHECK_MIN: Duration = Duration::from_micros(16);
 pub(crate) const RECHECK_MAX: Duration = Duration::from_micros(128);
 
 /// One barging acquisition in this many (per thread) first looks at the
-/// queue head and sets `HANDOFF` for it if it has waited twice the handoff
-/// timeout. The head normally claims its turn itself, but a woken thread
+/// queue head and sets `HANDOFF` for it if it is due (waited past the
+/// handoff timeout, and at least a handoff gap since the last handoff). The head normally claims its turn itself, but a woken thread
 /// that cannot get a CPU (the threads barging past it keep them busy)
 /// cannot; without this backstop its wait would be bounded by the
 /// scheduler's time slices (about 3 ms here, measured) rather than by the
@@ -125,6 +125,13 @@ pub(crate) fn handoff_timeout_ns() -> u64 {
         u64::MAX => HANDOFF_TIMEOUT.as_nanos() as u64,
         ns => ns,
     }
+}
+
+/// The least time between two handoffs on one lock: an eighth of the
+/// handoff timeout (125 us by default). See `RawRwLock::dispatch`.
+#[inline]
+pub(crate) fn handoff_gap_ns() -> u64 {
+    handoff_timeout_ns() / 8
 }
 
 /// Whether backoff state is kept per lock address (the default) or in one

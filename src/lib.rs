@@ -44,9 +44,12 @@
 //! enough: a waiter is passed over for at most about the handoff timeout
 //! (1 ms by default). A woken thread that cannot even get a CPU to claim its
 //! turn (the threads barging past it keep them busy) has it claimed for it
-//! by a barger once it has waited twice the timeout. Under `fair`, every
-//! release that finds waiters hands the lock over instead, in strict FIFO
-//! order, as tokio does.
+//! by a barger. Handoffs on one lock are spaced at least a handoff gap
+//! (an eighth of the timeout) apart, as parking_lot spaces out its fair
+//! unlocks: with hundreds of overdue waiters the lock keeps running at
+//! barging speed, and the k-th of them waits about the timeout plus k gaps.
+//! Under `fair`, every release that finds waiters hands the lock over
+//! instead, in strict FIFO order, as tokio does.
 //!
 //! The design follows the Linux kernel's rwsem (lock word, handoff bit,
 //! optimistic spinning that stops on handoff), its per-address spin backoff

@@ -38,8 +38,13 @@
 //! [`RawRwLock::dispatch`]:
 //!
 //! * the head is due (waited past the handoff timeout, or `HANDOFF` is set,
-//!   or `fair`) and can take the lock: grant it (a writer, or the run of
-//!   readers at the head), keeping `HANDOFF` set if the next head is due too;
+//!   or `fair`, or it is a task that was woken and lost the lock to bargers
+//!   twice in a row: waking it again would only repeat that, a wasted poll
+//!   per release when holders keep the lock across `.await`) and can take
+//!   the lock: grant it (a writer, or the run of
+//!   readers at the head); the next head is not due again before a handoff
+//!   gap (an eighth of the timeout) has passed, so handoffs stay spaced out
+//!   however many waiters are overdue;
 //! * the head is due but the lock is held: set `HANDOFF`, so that the
 //!   holder's release grants it and nobody else, not even a spinner, can
 //!   take the lock meanwhile;
@@ -181,17 +186,17 @@ impl<L: Layout> RawRwLock<L> {
         false
     }
 
-    /// Sets `HANDOFF` if the queue head has waited twice the handoff timeout.
-    /// See `barging_audit_due`: this is the backstop for a head that cannot
-    /// claim its turn itself, so it allows that head a timeout's slack before
-    /// forcing the handoff (forcing it at once turns every barging run on an
-    /// oversubscribed machine into a handoff convoy).
+    /// Sets `HANDOFF` if the queue head is due (see `barging_audit_due`):
+    /// bargers claim the turn of a head that cannot claim it itself, a
+    /// woken thread that cannot get a CPU while they keep both busy. The
+    /// handoff gap (`dispatch`) keeps this from turning every barging run
+    /// into a convoy of handoffs: a head is due at most once per gap.
     #[cold]
     fn audit_head(&self) {
         let q = self.lock_queue();
         let Some(head) = q.head() else { return };
         // SAFETY: under the queue lock.
-        if !unsafe { head.waited_at_least(Instant::now(), 2 * config::handoff_timeout_ns()) } {
+        if !unsafe { head.waited_at_least(Instant::now(), config::handoff_timeout_ns()) } {
             return;
         }
         let mut s = self.state.load(Ordering::Relaxed);
@@ -306,7 +311,8 @@ impl<L: Layout> RawRwLock<L> {
             };
             let kind = head.kind;
             let free = head_may_take(kind, s, self.state.max_readers());
-            let due = FAIR || has_handoff(s) || self.head_is_due(q, &mut now);
+            // SAFETY: under the queue lock.
+            let due = FAIR || has_handoff(s) || self.head_is_due(q, &mut now) || unsafe { head.lost_wake() };
             if !free && (due || kind == Kind::Read || !is_write_locked(s)) {
                 // Its holder will release it and dispatch again; if the head
                 // has waited too long, that release must be a handoff. (A
@@ -397,18 +403,7 @@ impl<L: Layout> RawRwLock<L> {
             if next.is_none() {
                 new &= !WAITERS;
             }
-            // Handoff mode lasts while the waiter that becomes the head is due
-            // too: keeping HANDOFF set keeps spinners and newcomers off the
-            // CPUs while the grantee wakes up, so a run of overdue waiters
-            // drains at wakeup speed instead of competing for a CPU with
-            // threads that cannot win.
-            if !FAIR {
-                let now = *now.get_or_insert_with(Instant::now);
-                // SAFETY: under the queue lock.
-                if next.is_some_and(|n| unsafe { n.waited_at_least(now, config::handoff_timeout_ns()) }) {
-                    new |= HANDOFF;
-                }
-            }
+            let next = next.map(|n| n as *const Waiter);
             if head_has_token {
                 new &= !WOKEN;
             }
@@ -421,6 +416,21 @@ impl<L: Layout> RawRwLock<L> {
                         stats::inc(Event::Grant);
                         // SAFETY: the lock was just taken for the head.
                         unsafe { q.grant_head(wakes) };
+                    }
+                    // One handoff per gap: the waiter that becomes the head is
+                    // not due before `handoff_gap` from now, however long it
+                    // has waited, and newcomers may barge meanwhile (as
+                    // parking_lot spaces out its fair unlocks). Without the
+                    // gap, a queue where everyone is overdue (hundreds of
+                    // threads on two cores) drains by handoffs alone, one
+                    // wakeup at a time, and throughput falls to the rate at
+                    // which sleepers wake. The price: the k-th overdue
+                    // waiter waits about timeout + k gaps.
+                    if let (false, Some(next)) = (FAIR, next) {
+                        let now = *now.get_or_insert_with(Instant::now);
+                        // SAFETY: `next` is still linked (it follows the
+                        // granted run), hence alive; under the queue lock.
+                        unsafe { (*next).defer_due(now, config::handoff_gap_ns(), config::handoff_timeout_ns()) };
                     }
                     return more;
                 }
@@ -706,7 +716,12 @@ impl<L: Layout> RawRwLock<L> {
         // the lock will see WAITERS without WOKEN on release and wake or
         // grant the head.
         // SAFETY: our node is linked in `q`, and we hold the queue lock.
-        let stale = unsafe { if woken || node.needs_task(waker) { node.rewait(task()) } else { None } };
+        let stale = unsafe {
+            if woken && waker.is_some() {
+                node.mark_lost_wake();
+            }
+            if woken || node.needs_task(waker) { node.rewait(task()) } else { None }
+        };
         drop(q);
         drop(stale);
         Retry::Waiting

@@ -109,6 +109,32 @@ fn release_wakes_head_to_compete_or_hands_off_under_fair() {
     }
 }
 
+/// A woken task that lost the lock to bargers twice in a row is not woken
+/// only to lose again: the next release hands the lock straight to it.
+#[test]
+fn a_woken_task_that_keeps_losing_to_bargers_gets_the_next_release() {
+    if FAIR {
+        return; // under fair nobody barges
+    }
+    let m = Mutex::new(0);
+    let g = m.try_lock().unwrap();
+    let mut head = spawn(m.lock());
+    assert_pending!(head.poll());
+    drop(g);
+    for round in 0..2 {
+        assert!(head.is_woken(), "round {round}");
+        let barger = m.try_lock().expect("the default lets a newcomer take a free lock");
+        assert_pending!(head.poll()); // lost
+        drop(barger);
+    }
+    assert!(head.is_woken());
+    // Handed over: a newcomer cannot take it before the head runs.
+    assert!(m.try_lock().is_err());
+    let guard = assert_ready!(head.poll());
+    drop(guard);
+    assert!(m.try_lock().is_ok());
+}
+
 /// A woken writer that a licensed reader went back in front of is dropped:
 /// it must give its wakeup token back (found by tests/torture.rs: the token
 /// leaked, and every later release skipped waking anyone).

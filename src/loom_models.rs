@@ -123,25 +123,7 @@ fn task_and_thread_share_the_queue() {
 /// honoured, and cleared, and nobody is stranded.
 #[test]
 fn handoff_set_and_granted() {
-    let _g = handoff(true);
-    loom::model(|| {
-        let s = Shared::new();
-        blocking::lock(&s.lock, Write);
-        let waiter = {
-            let s = s.clone();
-            thread::spawn(move || s.write_add())
-        };
-        let newcomer = {
-            let s = s.clone();
-            thread::spawn(move || s.write_add())
-        };
-        s.data.with_mut(|d| unsafe { *d += 1 });
-        unsafe { s.lock.write_unlock() };
-        waiter.join().unwrap();
-        newcomer.join().unwrap();
-        assert_eq!(s.read(), 3);
-        s.assert_idle();
-    });
+    two_writers_race_for_a_release(true);
 }
 
 /// A queued future is dropped while a release races to grant it the lock
@@ -281,22 +263,29 @@ fn spinning_writer_token_and_readers() {
 /// barging writer for the lock a third writer releases.
 #[test]
 fn woken_writer_races_a_barger() {
-    let _g = handoff(false);
+    two_writers_race_for_a_release(false);
+}
+
+/// The lock is held; two writers come for it (each may spin, queue, or be
+/// woken) while it is released, with every release handing off
+/// (`always_handoff`) or waking the head to compete with a barger.
+fn two_writers_race_for_a_release(always_handoff: bool) {
+    let _g = handoff(always_handoff);
     loom::model(|| {
         let s = Shared::new();
         blocking::lock(&s.lock, Write);
-        let queued = {
+        let first = {
             let s = s.clone();
             thread::spawn(move || s.write_add())
         };
-        let barger = {
+        let second = {
             let s = s.clone();
             thread::spawn(move || s.write_add())
         };
         s.data.with_mut(|d| unsafe { *d += 1 });
         unsafe { s.lock.write_unlock() };
-        queued.join().unwrap();
-        barger.join().unwrap();
+        first.join().unwrap();
+        second.join().unwrap();
         assert_eq!(s.read(), 3);
         s.assert_idle();
     });

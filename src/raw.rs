@@ -977,41 +977,8 @@ impl<L: Layout> RawRwLock<L> {
     /// The blocking front end's contended path: spin, queue, park until the
     /// lock is ours. Never returns with the node linked.
     pub(crate) fn lock_blocking_contended(&self, kind: Kind) {
-        let node = pin!(Waiter::new(kind, self.key()));
-        let node = &*node;
-        let thread = || Task::Thread(crate::loom::current_thread());
-        if self.lock_contended(node, config::SPIN_LIMIT_BLOCKING_NS, thread) {
-            return;
-        }
-        let mut nap = config::RECHECK_MIN;
-        loop {
-            match node.state() {
-                WAITING => crate::loom::park(),
-                GRANTED => {
-                    // SAFETY: our node, granted.
-                    unsafe { node.consume_grant() };
-                    return;
-                }
-                LICENSED => {
-                    if self.enter_licensed(node, config::SPIN_LIMIT_BLOCKING_NS, thread) {
-                        return;
-                    }
-                }
-                RETRY if self.take_woken(node, config::SPIN_LIMIT_BLOCKING_NS) => return,
-                RETRY => match self.retry_queued(node, None, config::RETAIN_TOKEN, thread) {
-                    Retry::Acquired => return,
-                    Retry::Waiting | Retry::Licensed => nap = config::RECHECK_MIN,
-                    Retry::Retained { due_in } => {
-                        // Sleep through the barging, looking again at growing
-                        // intervals; never past the point where we are due.
-                        crate::loom::park_timeout(nap.min(due_in));
-                        stats::inc(Event::TimedRecheck);
-                        nap = (nap * 2).min(config::RECHECK_MAX);
-                    }
-                },
-                other => unreachable!("blocked node in state {other}"),
-            }
-        }
+        let acquired = self.lock_blocking_within(kind, None);
+        debug_assert!(acquired, "an untimed wait returned without the lock");
     }
 
     /// The blocking front end's contended path with a deadline: as
@@ -1021,6 +988,13 @@ impl<L: Layout> RawRwLock<L> {
     /// out is kept.
     #[cfg(all(feature = "lock_api", not(hybrid_sync_loom)))]
     pub(crate) fn lock_blocking_until(&self, kind: Kind, deadline: Instant) -> bool {
+        self.lock_blocking_within(kind, Some(deadline))
+    }
+
+    /// Spin, queue, park until the lock is ours (`true`) or `deadline`
+    /// passes (`false`, the node unlinked). Never returns with the node
+    /// linked.
+    fn lock_blocking_within(&self, kind: Kind, deadline: Option<Instant>) -> bool {
         let node = pin!(Waiter::new(kind, self.key()));
         let node = &*node;
         let thread = || Task::Thread(crate::loom::current_thread());
@@ -1029,13 +1003,22 @@ impl<L: Layout> RawRwLock<L> {
         }
         let mut nap = config::RECHECK_MIN;
         loop {
-            let now = Instant::now();
-            if now >= deadline {
-                return self.leave(node, true);
-            }
-            let left = deadline - now;
+            // How long we may still wait, if there is a deadline.
+            let left = match deadline {
+                None => None,
+                Some(deadline) => {
+                    let now = Instant::now();
+                    if now >= deadline {
+                        return self.leave(node, true);
+                    }
+                    Some(deadline - now)
+                }
+            };
             match node.state() {
-                WAITING => crate::loom::park_timeout(left),
+                WAITING => match left {
+                    None => crate::loom::park(),
+                    Some(left) => crate::loom::park_timeout(left),
+                },
                 GRANTED => {
                     // SAFETY: our node, granted.
                     unsafe { node.consume_grant() };
@@ -1051,7 +1034,11 @@ impl<L: Layout> RawRwLock<L> {
                     Retry::Acquired => return true,
                     Retry::Waiting | Retry::Licensed => nap = config::RECHECK_MIN,
                     Retry::Retained { due_in } => {
-                        crate::loom::park_timeout(nap.min(due_in).min(left));
+                        // Sleep through the barging, looking again at growing
+                        // intervals; never past the point where we are due
+                        // (or out of time).
+                        crate::loom::park_timeout(nap.min(due_in).min(left.unwrap_or(Duration::MAX)));
+                        stats::inc(Event::TimedRecheck);
                         nap = (nap * 2).min(config::RECHECK_MAX);
                     }
                 },

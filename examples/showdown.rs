@@ -883,7 +883,10 @@ fn print_stats(opts: &Opts, name: &str) {
     let snap = hybrid_sync::stats::snapshot(true);
     let line: Vec<String> =
         hybrid_sync::stats::ALL.iter().zip(snap).filter(|(_, n)| *n > 0).map(|(e, n)| format!("{e:?}={n}")).collect();
-    eprintln!("\r\x1b[2K    stats: {}", line.join(" "));
+    eprintln!("\r\x1b[2K    events: {}", line.join(" "));
+    if let Some(lock) = peers::LAST_HYBRID_STATS.lock().unwrap().take() {
+        eprintln!("    the lock: {lock}");
+    }
 }
 
 fn progress(what: &str) {

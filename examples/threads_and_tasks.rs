@@ -45,9 +45,9 @@ impl Ledger {
 }
 
 fn main() {
-    let mut args = std::env::args().skip(1).map(|a| {
-        a.parse::<usize>().unwrap_or_else(|_| panic!("THREADS and TASKS are counts, got {a:?}"))
-    });
+    let mut args = std::env::args()
+        .skip(1)
+        .map(|a| a.parse::<usize>().unwrap_or_else(|_| panic!("THREADS and TASKS are counts, got {a:?}")));
     let threads = args.next().unwrap_or(4);
     let tasks = args.next().unwrap_or(64);
     let run_for = Duration::from_secs(2);
@@ -73,11 +73,8 @@ fn main() {
 
     // The tasks: async acquisitions on a two-worker runtime, with awaits
     // between them as a request handler would have.
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a tokio runtime");
+    let rt =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("a tokio runtime");
     let task_ops: u64 = rt.block_on(async {
         let handles: Vec<_> = (0..tasks)
             .map(|i| {
@@ -108,11 +105,7 @@ fn main() {
     assert_eq!(ledger.by_threads, thread_ops, "every thread acquisition was recorded once");
     assert_eq!(ledger.by_tasks, task_ops, "every task acquisition was recorded once");
     println!("{threads} threads and {tasks} tasks shared one hybrid_sync::Mutex for {elapsed:.1} s:");
-    println!(
-        "  threads: {:>10} acquisitions ({:.2} M/s)",
-        thread_ops,
-        thread_ops as f64 / elapsed / 1e6
-    );
+    println!("  threads: {:>10} acquisitions ({:.2} M/s)", thread_ops, thread_ops as f64 / elapsed / 1e6);
     println!("  tasks:   {:>10} acquisitions ({:.2} M/s)", task_ops, task_ops as f64 / elapsed / 1e6);
     println!("  the lock changed sides {} times; checksum {:016x}", ledger.switches, ledger.checksum);
 }

@@ -57,10 +57,7 @@ async fn request(addr: std::net::SocketAddr, method: &str, path: &str, body: &st
 async fn main() {
     let serve = std::env::args().any(|a| a == "--serve");
     let db: Db = Arc::default();
-    let app = Router::new()
-        .route("/kv", get(list))
-        .route("/kv/{key}", get(get_key).put(put_key))
-        .with_state(db);
+    let app = Router::new().route("/kv", get(list)).route("/kv/{key}", get(get_key).put(put_key)).with_state(db);
     let listener = tokio::net::TcpListener::bind(if serve { "127.0.0.1:3000" } else { "127.0.0.1:0" })
         .await
         .expect("a loopback port");

@@ -61,7 +61,8 @@ const BACKOFF_SHIFT: u32 = 4;
 /// spin briefly with per-address backoff, then queue in one FIFO with the
 /// same handoff bound as [`Mutex`](crate::Mutex). It guards the value and
 /// the count. Its waiters live in a process-wide table keyed by address, so
-/// `size_of::<LockRef<()>>()` is 8 bytes.
+/// `size_of::<LockRef<()>>()` is 8 bytes (more with the `stats` feature,
+/// which adds per-lock counters).
 ///
 /// # The lock is for short critical sections
 ///
@@ -618,6 +619,22 @@ impl<T: ?Sized> LockRef<T> {
         }
     }
 
+    /// This lock's counters (acquisitions, contended acquisitions, waits,
+    /// spins, parks, handoffs): see [`LockStats`](crate::stats::LockStats).
+    /// All zeros unless the crate is built with the `stats` feature, which
+    /// is what a deployment turns on to pick its tuning from its own numbers.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let lock = hybrid_sync::LockRef::new(0);
+    /// drop(lock.try_lock());
+    /// let stats = lock.stats();
+    /// assert_eq!(stats.acquisitions(), if stats.enabled() { 1 } else { 0 });
+    /// ```
+    pub fn stats(&self) -> crate::stats::LockStats {
+        self.raw.stats()
+    }
     /// The value, through exclusive access (no locking needed).
     ///
     /// # Examples

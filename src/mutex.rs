@@ -12,6 +12,7 @@ use crate::error::TryLockError;
 use crate::guard::{Held, Holder, impl_guard_traits, nn_mut};
 use crate::raw::RawRwLock;
 use crate::state::Kind;
+use crate::trace::Trace;
 
 /// An asynchronous mutual-exclusion lock that threads can use too: a drop-in
 /// replacement for [`tokio::sync::Mutex`].
@@ -184,7 +185,7 @@ impl<T: ?Sized> Mutex<T> {
     where
         T: Sized,
     {
-        Mutex { raw: RawRwLock::new(MAX_READERS), c: UnsafeCell::new(t) }
+        Mutex { raw: RawRwLock::new(MAX_READERS).traced(Trace::mutex()), c: UnsafeCell::new(t) }
     }
 
     /// Creates a new unlocked mutex in a `const` context, e.g. a `static`.
@@ -241,7 +242,7 @@ impl<T: ?Sized> Mutex<T> {
             // SAFETY: the lock is held, now on the guard's behalf.
             return unsafe { MutexGuard::new(self) };
         }
-        Acquire::new(&self.raw, Kind::Write).await;
+        self.raw.trace().async_op(Acquire::new(&self.raw, Kind::Write), "Mutex::lock").await;
         // SAFETY: the future above completed, so the lock is ours.
         unsafe { MutexGuard::new(self) }
     }
@@ -343,7 +344,7 @@ impl<T: ?Sized> Mutex<T> {
             // SAFETY: the lock is held, now on the guard's behalf.
             return unsafe { OwnedMutexGuard::new(self) };
         }
-        Acquire::new(&self.raw, Kind::Write).await;
+        self.raw.trace().async_op(Acquire::new(&self.raw, Kind::Write), "Mutex::lock_owned").await;
         // SAFETY: the future above completed, so the lock is ours.
         unsafe { OwnedMutexGuard::new(self) }
     }
@@ -398,6 +399,23 @@ impl<T: ?Sized> Mutex<T> {
         } else {
             Err(TryLockError(()))
         }
+    }
+
+    /// This lock's counters (acquisitions, contended acquisitions, waits,
+    /// spins, parks, handoffs): see [`LockStats`](crate::stats::LockStats).
+    /// All zeros unless the crate is built with the `stats` feature, which
+    /// is what a deployment turns on to pick its tuning from its own numbers.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let lock = hybrid_sync::Mutex::new(0);
+    /// drop(lock.try_lock());
+    /// let stats = lock.stats();
+    /// assert_eq!(stats.acquisitions(), if stats.enabled() { 1 } else { 0 });
+    /// ```
+    pub fn stats(&self) -> crate::stats::LockStats {
+        self.raw.stats()
     }
 
     /// Returns a mutable reference to the data. No locking is needed: the

@@ -64,7 +64,8 @@ use crate::config::{self, FAIR, SPIN};
 use crate::layout::{Inline, Layout};
 use crate::loom::Ordering;
 use crate::state::*;
-use crate::stats::{self, Event};
+use crate::stats::{Counters, Event, LockStats, Stamp};
+use crate::trace::Trace;
 use crate::wait_queue::{GRANTED, IDLE, LICENSED, QueueGuard, RETRY, Task, WAITING, WaitQueue, Waiter, WakeList};
 
 /// A reader-writer lock with no data. `L` says where its word, reader limit
@@ -76,17 +77,22 @@ use crate::wait_queue::{GRANTED, IDLE, LICENSED, QueueGuard, RETRY, Task, WAITIN
 pub(crate) struct RawRwLock<L: Layout = Inline> {
     /// The lock word; see [`crate::state`] for its layout and invariants.
     state: L,
+    /// This lock's counters (`stats` feature; zero-sized without it).
+    stats: Counters,
+    /// This lock's tokio-console span (`tracing` feature; zero-sized
+    /// without it).
+    trace: Trace,
 }
 
 impl RawRwLock {
     #[cfg(not(hybrid_sync_loom))]
     pub(crate) const fn new(max_readers: u32) -> Self {
-        RawRwLock { state: Inline::new(max_readers) }
+        RawRwLock { state: Inline::new(max_readers), stats: Counters::new(), trace: Trace::none() }
     }
 
     #[cfg(hybrid_sync_loom)]
     pub(crate) fn new(max_readers: u32) -> Self {
-        RawRwLock { state: Inline::new(max_readers) }
+        RawRwLock { state: Inline::new(max_readers), stats: Counters::new(), trace: Trace::none() }
     }
 }
 
@@ -94,7 +100,7 @@ impl<L: Layout> RawRwLock<L> {
     /// A lock over the given storage.
     #[inline]
     pub(crate) const fn with_layout(state: L) -> Self {
-        RawRwLock { state }
+        RawRwLock { state, stats: Counters::new(), trace: Trace::none() }
     }
 
     /// The storage: the lock word and whatever shares it.
@@ -121,6 +127,32 @@ impl<L: Layout> RawRwLock<L> {
         self.state.key()
     }
 
+    /// The same lock, visible to tokio-console through `trace`.
+    #[inline]
+    pub(crate) fn traced(mut self, trace: Trace) -> Self {
+        self.trace = trace;
+        self
+    }
+
+    /// The lock's tokio-console span.
+    #[inline]
+    pub(crate) fn trace(&self) -> &Trace {
+        &self.trace
+    }
+
+    /// Notes an acquisition in mode `kind` that waited since `since` (the
+    /// contended paths of the front ends).
+    #[inline]
+    pub(crate) fn acquired_after(&self, kind: Kind, since: Stamp) {
+        self.stats.acquired_after(since);
+        self.trace.acquired(kind);
+    }
+
+    /// A snapshot of this lock's counters.
+    pub(crate) fn stats(&self) -> LockStats {
+        self.stats.snapshot()
+    }
+
     // ----------------------------------------------------------------------
     // Fast paths.
     // ----------------------------------------------------------------------
@@ -130,6 +162,16 @@ impl<L: Layout> RawRwLock<L> {
     /// ([`may_barge`]).
     #[inline]
     pub(crate) fn try_acquire(&self, kind: Kind) -> bool {
+        let acquired = self.try_acquire_inner(kind);
+        if acquired {
+            self.stats.acquired();
+            self.trace.acquired(kind);
+        }
+        acquired
+    }
+
+    #[inline]
+    fn try_acquire_inner(&self, kind: Kind) -> bool {
         match kind {
             Kind::Write => {
                 // Acquire: pairs with the Release of the previous unlock.
@@ -204,7 +246,7 @@ impl<L: Layout> RawRwLock<L> {
             // Relaxed: as in `request_handoff`.
             match self.state.compare_exchange(s, s | HANDOFF, Ordering::Relaxed, Ordering::Relaxed) {
                 Ok(_) => {
-                    stats::inc(Event::HandoffSet);
+                    self.stats.event(Event::HandoffSet);
                     break;
                 }
                 Err(actual) => s = actual,
@@ -218,6 +260,17 @@ impl<L: Layout> RawRwLock<L> {
     /// The caller holds a read lock and gives it up.
     #[inline]
     pub(crate) unsafe fn read_unlock(&self) {
+        self.trace.released(Kind::Read);
+        // SAFETY: forwarded.
+        unsafe { self.read_release() }
+    }
+
+    /// [`read_unlock`](Self::read_unlock) without the tracing event.
+    ///
+    /// # Safety
+    /// As for `read_unlock`.
+    #[inline]
+    unsafe fn read_release(&self) {
         // Release: publishes the critical section to the next owner.
         let old = self.state.fetch_sub(ONE_READER, Ordering::Release);
         debug_assert!(reader_count(old) > 0, "read unlock of {:?}", Decoded(old));
@@ -234,6 +287,17 @@ impl<L: Layout> RawRwLock<L> {
     /// The caller holds the write lock and gives it up.
     #[inline]
     pub(crate) unsafe fn write_unlock(&self) {
+        self.trace.released(Kind::Write);
+        // SAFETY: forwarded.
+        unsafe { self.write_release() }
+    }
+
+    /// [`write_unlock`](Self::write_unlock) without the tracing event.
+    ///
+    /// # Safety
+    /// As for `write_unlock`.
+    #[inline]
+    unsafe fn write_release(&self) {
         // Release: publishes the critical section to the next owner.
         let old = self.state.fetch_sub(WRITER, Ordering::Release);
         debug_assert!(is_write_locked(old), "write unlock of {:?}", Decoded(old));
@@ -263,6 +327,7 @@ impl<L: Layout> RawRwLock<L> {
     /// # Safety
     /// The caller holds the write lock.
     pub(crate) unsafe fn downgrade(&self) {
+        self.trace.downgraded();
         // WRITER is set, so adding ONE_READER - WRITER clears it and adds one
         // reader in one step, leaving the flags as they are: a pending
         // handoff keeps newcomers out of the downgraded lock too.
@@ -279,7 +344,7 @@ impl<L: Layout> RawRwLock<L> {
     /// wake.
     #[cold]
     fn release_slow(&self) {
-        stats::inc(Event::Dispatch);
+        self.stats.event(Event::Dispatch);
         let mut wakes = WakeList::new();
         loop {
             let more = {
@@ -336,7 +401,7 @@ impl<L: Layout> RawRwLock<L> {
                     // Readers do not take the token: the run at the head is
                     // unlinked and licensed, so an emptied queue lets every
                     // reader in again at once.
-                    stats::inc(Event::WakeHead);
+                    self.stats.event(Event::WakeHead);
                     let more = q.wake_readers(self.state.max_readers() - reader_count(s), wakes) > 0
                         && q.head().is_some_and(|h| h.kind == Kind::Read)
                         && wakes.room() == 0;
@@ -361,7 +426,7 @@ impl<L: Layout> RawRwLock<L> {
                 // Relaxed: the token guards no data (state.rs).
                 match self.state.compare_exchange(s, s | WOKEN, Ordering::Relaxed, Ordering::Relaxed) {
                     Ok(_) => {
-                        stats::inc(Event::WakeHead);
+                        self.stats.event(Event::WakeHead);
                         q.wake_head(wakes);
                         return false;
                     }
@@ -413,7 +478,7 @@ impl<L: Layout> RawRwLock<L> {
             match self.state.compare_exchange(s, new, Ordering::Acquire, Ordering::Relaxed) {
                 Ok(_) => {
                     for _ in 0..count {
-                        stats::inc(Event::Grant);
+                        self.stats.event(Event::Grant);
                         // SAFETY: the lock was just taken for the head.
                         unsafe { q.grant_head(wakes) };
                     }
@@ -460,7 +525,7 @@ impl<L: Layout> RawRwLock<L> {
         // Relaxed: the bit guards no data; it only redirects the next release.
         let r = self.state.compare_exchange(s, s | HANDOFF, Ordering::Relaxed, Ordering::Relaxed).map(drop);
         if r.is_ok() {
-            stats::inc(Event::HandoffSet);
+            self.stats.event(Event::HandoffSet);
         }
         r
     }
@@ -485,20 +550,20 @@ impl<L: Layout> RawRwLock<L> {
     /// not, the node is queued as `WAITING` with the task from `task`.
     pub(crate) fn lock_contended(&self, node: &Waiter, spin_limit_ns: u32, task: impl FnOnce() -> Task) -> bool {
         debug_assert_eq!(node.state(), IDLE);
-        stats::inc(Event::Contended);
+        self.stats.event(Event::Contended);
         let kind = node.kind;
         if SPIN && spin_limit_ns > 0 && self.spin(kind, spin_limit_ns) {
             return true;
         }
         let mut q = self.lock_queue();
         if self.take_or_announce(|s| may_barge(kind, s, self.state.max_readers(), FAIR).then(|| with_owner(kind, s))) {
-            stats::inc(Event::Barge);
+            self.stats.event(Event::Barge);
             return true;
         }
         // SAFETY: the node is the caller's, pinned in its future or stack
         // frame, unlinked (IDLE), and the front ends unlink it before it dies.
         unsafe { q.push_back(node, task()) };
-        stats::inc(Event::Queued);
+        self.stats.event(Event::Queued);
         false
     }
 
@@ -578,7 +643,7 @@ impl<L: Layout> RawRwLock<L> {
             self.drop_token();
         }
         self.queue().release_spinner();
-        stats::inc(match result {
+        self.stats.event(match result {
             Spin::Acquired => Event::SpinWin,
             Spin::Handoff => Event::SpinHandoff,
             Spin::GaveUp => Event::SpinGiveUp,
@@ -656,7 +721,7 @@ impl<L: Layout> RawRwLock<L> {
                 }
                 match self.state.compare_exchange_weak(s, new, Ordering::Acquire, Ordering::Relaxed) {
                     Ok(_) => {
-                        stats::inc(Event::RetryWon);
+                        self.stats.event(Event::RetryWon);
                         // SAFETY: our node is linked in `q`.
                         let stale = unsafe { q.remove_acquired(node) };
                         // Readers queued behind a reader may share the lock.
@@ -678,7 +743,7 @@ impl<L: Layout> RawRwLock<L> {
             if token {
                 let due = is_head && self.head_is_due(&q, &mut now);
                 if retain && !due {
-                    stats::inc(Event::RetryLost);
+                    self.stats.event(Event::RetryLost);
                     // Keep the token (and our place); sleep until the lock
                     // is likely free or we are due. Store the thread so a
                     // grant can wake us early.
@@ -701,7 +766,7 @@ impl<L: Layout> RawRwLock<L> {
                     continue;
                 }
                 if new & HANDOFF != s & HANDOFF {
-                    stats::inc(Event::HandoffSet);
+                    self.stats.event(Event::HandoffSet);
                 }
             } else if is_head {
                 if let Err(actual) = self.request_handoff(&q, s, &mut now) {
@@ -711,7 +776,7 @@ impl<L: Layout> RawRwLock<L> {
             }
             break;
         }
-        stats::inc(Event::RetryLost);
+        self.stats.event(Event::RetryLost);
         // Lost the race to a barging newcomer (or not our turn). Whoever holds
         // the lock will see WAITERS without WOKEN on release and wake or
         // grant the head.
@@ -773,7 +838,7 @@ impl<L: Layout> RawRwLock<L> {
             unsafe { node.consume_grant() };
             return true;
         }
-        stats::inc(Event::Queued);
+        self.stats.event(Event::Queued);
         // SAFETY: our node, unlinked, pinned by its owner as for push_back.
         unsafe { q.push_front(node, task()) };
         false
@@ -806,7 +871,7 @@ impl<L: Layout> RawRwLock<L> {
         if result != Spin::Acquired {
             return false;
         }
-        stats::inc(Event::RetryWon);
+        self.stats.event(Event::RetryWon);
         let mut q = self.lock_queue();
         let was_head = q.is_head(node);
         // SAFETY: our node is linked in `q`.
@@ -885,11 +950,16 @@ impl<L: Layout> RawRwLock<L> {
                     return true;
                 }
                 // SAFETY: we release it on the node's behalf through the
-                // ordinary release path.
-                unsafe { self.unlock(node.kind) };
+                // ordinary release path (untraced: nobody acquired it).
+                unsafe {
+                    match node.kind {
+                        Kind::Read => self.read_release(),
+                        Kind::Write => self.write_release(),
+                    }
+                }
             }
             state @ (WAITING | RETRY) => {
-                stats::inc(Event::Cancel);
+                self.stats.event(Event::Cancel);
                 let was_head = q.is_head(node);
                 // A woken writer holds the WOKEN token.
                 let token = if state == RETRY { WOKEN } else { 0 };
@@ -927,7 +997,7 @@ impl<L: Layout> RawRwLock<L> {
                 // it later. Leaving without doing so, it passes the wakeup on.
                 // SAFETY: our node, licensed; the licence is given up.
                 unsafe { node.consume_grant() };
-                stats::inc(Event::Cancel);
+                self.stats.event(Event::Cancel);
                 let s = self.state.load(Ordering::Relaxed);
                 let more = needs_wakeup(s) && self.dispatch(&mut q, &mut wakes);
                 drop(q);
@@ -971,7 +1041,12 @@ impl<L: Layout> RawRwLock<L> {
     /// Spins for the lock as a contended acquirer does before it queues.
     /// Returns `true` if it took the lock.
     pub(crate) fn spin_only(&self, kind: Kind, limit_ns: u32) -> bool {
-        SPIN && limit_ns > 0 && self.spin(kind, limit_ns)
+        let since = Stamp::now();
+        let acquired = SPIN && limit_ns > 0 && self.spin(kind, limit_ns);
+        if acquired {
+            self.acquired_after(kind, since);
+        }
+        acquired
     }
 
     /// The blocking front end's contended path: spin, queue, park until the
@@ -995,6 +1070,15 @@ impl<L: Layout> RawRwLock<L> {
     /// passes (`false`, the node unlinked). Never returns with the node
     /// linked.
     fn lock_blocking_within(&self, kind: Kind, deadline: Option<Instant>) -> bool {
+        let since = Stamp::now();
+        let acquired = self.lock_blocking_wait(kind, deadline);
+        if acquired {
+            self.acquired_after(kind, since);
+        }
+        acquired
+    }
+
+    fn lock_blocking_wait(&self, kind: Kind, deadline: Option<Instant>) -> bool {
         let node = pin!(Waiter::new(kind, self.key()));
         let node = &*node;
         let thread = || Task::Thread(crate::loom::current_thread());
@@ -1038,7 +1122,7 @@ impl<L: Layout> RawRwLock<L> {
                         // intervals; never past the point where we are due
                         // (or out of time).
                         crate::loom::park_timeout(nap.min(due_in).min(left.unwrap_or(Duration::MAX)));
-                        stats::inc(Event::TimedRecheck);
+                        self.stats.event(Event::TimedRecheck);
                         nap = (nap * 2).min(config::RECHECK_MAX);
                     }
                 },

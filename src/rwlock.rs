@@ -13,6 +13,7 @@ use crate::guard::{Held, Holder, impl_guard_traits, nn, nn_mut};
 use crate::raw::RawRwLock;
 use crate::state::Kind;
 use crate::state::TOKIO_MAX_READS;
+use crate::trace::Trace;
 
 /// An asynchronous reader-writer lock that threads can use too: a drop-in
 /// replacement for [`tokio::sync::RwLock`].
@@ -223,7 +224,7 @@ impl<T: ?Sized> RwLock<T> {
     where
         T: Sized,
     {
-        RwLock { raw: RawRwLock::new(MAX_READERS), c: UnsafeCell::new(value) }
+        RwLock { raw: RawRwLock::new(MAX_READERS).traced(Trace::rwlock(MAX_READERS)), c: UnsafeCell::new(value) }
     }
 
     /// Creates a new unlocked lock that lets at most `max_reads` readers
@@ -248,7 +249,8 @@ impl<T: ?Sized> RwLock<T> {
     {
         assert_ne!(max_reads, 0, "a RwLock may not be created with 0 readers");
         assert!(max_reads <= TOKIO_MAX_READS, "a RwLock may not be created with more than {TOKIO_MAX_READS} readers");
-        RwLock { raw: RawRwLock::new(effective_max_readers(max_reads)), c: UnsafeCell::new(value) }
+        let max_readers = effective_max_readers(max_reads);
+        RwLock { raw: RawRwLock::new(max_readers).traced(Trace::rwlock(max_readers)), c: UnsafeCell::new(value) }
     }
 
     /// Creates a new unlocked lock in a `const` context, e.g. a `static`.
@@ -340,7 +342,7 @@ impl<T: ?Sized> RwLock<T> {
             // SAFETY: the lock is held, now on the guard's behalf.
             return unsafe { RwLockReadGuard::new(self) };
         }
-        Acquire::new(&self.raw, Kind::Read).await;
+        self.raw.trace().async_op(Acquire::new(&self.raw, Kind::Read), "RwLock::read").await;
         // SAFETY: the future completed, so we hold a read lock.
         unsafe { RwLockReadGuard::new(self) }
     }
@@ -421,7 +423,7 @@ impl<T: ?Sized> RwLock<T> {
             // SAFETY: the lock is held, now on the guard's behalf.
             return unsafe { OwnedRwLockReadGuard::new(self) };
         }
-        Acquire::new(&self.raw, Kind::Read).await;
+        self.raw.trace().async_op(Acquire::new(&self.raw, Kind::Read), "RwLock::read_owned").await;
         // SAFETY: the future completed, so we hold a read lock.
         unsafe { OwnedRwLockReadGuard::new(self) }
     }
@@ -508,7 +510,7 @@ impl<T: ?Sized> RwLock<T> {
             // SAFETY: the lock is held, now on the guard's behalf.
             return unsafe { RwLockWriteGuard::new(self) };
         }
-        Acquire::new(&self.raw, Kind::Write).await;
+        self.raw.trace().async_op(Acquire::new(&self.raw, Kind::Write), "RwLock::write").await;
         // SAFETY: the future completed, so we hold the write lock.
         unsafe { RwLockWriteGuard::new(self) }
     }
@@ -589,7 +591,7 @@ impl<T: ?Sized> RwLock<T> {
             // SAFETY: the lock is held, now on the guard's behalf.
             return unsafe { OwnedRwLockWriteGuard::new(self) };
         }
-        Acquire::new(&self.raw, Kind::Write).await;
+        self.raw.trace().async_op(Acquire::new(&self.raw, Kind::Write), "RwLock::write_owned").await;
         // SAFETY: the future completed, so we hold the write lock.
         unsafe { OwnedRwLockWriteGuard::new(self) }
     }
@@ -645,6 +647,23 @@ impl<T: ?Sized> RwLock<T> {
         } else {
             Err(TryLockError(()))
         }
+    }
+
+    /// This lock's counters (acquisitions, contended acquisitions, waits,
+    /// spins, parks, handoffs): see [`LockStats`](crate::stats::LockStats).
+    /// All zeros unless the crate is built with the `stats` feature, which
+    /// is what a deployment turns on to pick its tuning from its own numbers.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let lock = hybrid_sync::RwLock::new(0);
+    /// drop(lock.try_write());
+    /// let stats = lock.stats();
+    /// assert_eq!(stats.acquisitions(), if stats.enabled() { 1 } else { 0 });
+    /// ```
+    pub fn stats(&self) -> crate::stats::LockStats {
+        self.raw.stats()
     }
 
     /// Returns a mutable reference to the data, without locking: the

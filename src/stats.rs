@@ -1,22 +1,30 @@
-//! Lock-event counters in the spirit of the kernel's `lockevent_inc`: with
-//! the `stats` feature each event is one relaxed increment on a slow path;
-//! without it every hook is an empty inline function.
+//! Lock-event counters in the spirit of the kernel's `lockevent_inc` and
+//! `lockstat`: with the `stats` feature each event is one relaxed increment
+//! on a slow path; without it every hook is an empty inline function and
+//! the per-lock counters take no space.
 //!
-//! The counters are process-wide (summed over all locks). They exist to see
-//! what the slow paths do under a workload: how often spinning wins, how
-//! often a waiter is woken only to lose the race, how often the lock is
-//! handed off.
+//! Two views:
+//! - per lock: [`RwLock::stats`](crate::RwLock::stats),
+//!   [`Mutex::stats`](crate::Mutex::stats) and
+//!   [`LockRef::stats`](crate::LockRef::stats) return a [`LockStats`]:
+//!   acquisitions, contended acquisitions, total and longest wait, and the
+//!   slow-path events of that lock alone (spins and spin wins, parks,
+//!   handoffs...). This is what to read to pick a tuning feature.
+//! - process-wide: [`snapshot`] sums each [`Event`] over all locks, for a
+//!   benchmark that wants to see what the slow paths did.
 //!
 //! ```
-//! use hybrid_sync::stats::{self, ALL};
-//!
-//! let m = hybrid_sync::Mutex::new(());
-//! drop(m.try_lock());
-//! for (event, n) in ALL.iter().zip(stats::snapshot(false)) {
-//!     // All zeros unless built with `--features stats`.
-//!     println!("{event:?}: {n}");
-//! }
+//! let m = hybrid_sync::Mutex::new(0);
+//! *m.try_lock().unwrap() += 1;
+//! let stats = m.stats();
+//! // All zeros unless built with `--features stats`.
+//! assert!(stats.acquisitions() <= 1);
+//! println!("{stats}");
 //! ```
+//!
+//! With `stats` on, a lock grows by the counters (18 words) and every
+//! acquisition pays one relaxed increment; a contended one also reads the
+//! clock twice. [`LockRef`](crate::LockRef) then no longer fits in 8 bytes.
 
 /// The events counted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,41 +65,248 @@ pub const EVENTS: usize = Event::TimedRecheck as usize + 1;
 
 #[cfg(feature = "stats")]
 mod imp {
-    use super::{EVENTS, Event};
-    use std::sync::atomic::{AtomicU64, Ordering};
+    use super::{EVENTS, Event, LockStats};
+    // Plain std atomics even in loom builds: statistics are not part of the
+    // protocol and must not multiply the schedules loom explores.
+    use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+    use std::time::Instant;
 
     static COUNTS: [AtomicU64; EVENTS] = [const { AtomicU64::new(0) }; EVENTS];
 
-    #[inline]
-    pub(crate) fn inc(e: Event) {
-        COUNTS[e as usize].fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// A snapshot of every counter, and resets them if `reset`.
+    /// A snapshot of every process-wide counter, and resets them if `reset`.
     pub fn snapshot(reset: bool) -> [u64; EVENTS] {
         let mut out = [0; EVENTS];
         for (o, c) in out.iter_mut().zip(&COUNTS) {
-            *o = if reset { c.swap(0, Ordering::Relaxed) } else { c.load(Ordering::Relaxed) };
+            *o = if reset { c.swap(0, Relaxed) } else { c.load(Relaxed) };
         }
         out
+    }
+
+    /// One lock's counters. All Relaxed: each is a statistic on its own,
+    /// read without any claim to be consistent with the others.
+    pub(crate) struct Counters {
+        events: [AtomicU64; EVENTS],
+        acquisitions: AtomicU64,
+        contended: AtomicU64,
+        wait_total_ns: AtomicU64,
+        wait_max_ns: AtomicU64,
+    }
+
+    /// When a contended acquisition started.
+    #[derive(Clone, Copy)]
+    pub(crate) struct Stamp(Option<Instant>);
+
+    impl Stamp {
+        #[inline]
+        pub(crate) fn now() -> Self {
+            Stamp(Some(Instant::now()))
+        }
+        /// No time yet: a future not polled yet must not read the clock.
+        #[inline]
+        pub(crate) const fn unset() -> Self {
+            Stamp(None)
+        }
+    }
+
+    impl Counters {
+        pub(crate) const fn new() -> Self {
+            Counters {
+                events: [const { AtomicU64::new(0) }; EVENTS],
+                acquisitions: AtomicU64::new(0),
+                contended: AtomicU64::new(0),
+                wait_total_ns: AtomicU64::new(0),
+                wait_max_ns: AtomicU64::new(0),
+            }
+        }
+
+        #[inline]
+        pub(crate) fn event(&self, e: Event) {
+            COUNTS[e as usize].fetch_add(1, Relaxed);
+            self.events[e as usize].fetch_add(1, Relaxed);
+        }
+
+        /// An acquisition that did not wait.
+        #[inline]
+        pub(crate) fn acquired(&self) {
+            self.acquisitions.fetch_add(1, Relaxed);
+        }
+
+        /// An acquisition that waited since `since`.
+        pub(crate) fn acquired_after(&self, since: Stamp) {
+            let waited = since.0.map_or(0, |t| u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX));
+            self.acquisitions.fetch_add(1, Relaxed);
+            self.contended.fetch_add(1, Relaxed);
+            self.wait_total_ns.fetch_add(waited, Relaxed);
+            self.wait_max_ns.fetch_max(waited, Relaxed);
+        }
+
+        pub(crate) fn snapshot(&self) -> LockStats {
+            LockStats {
+                enabled: true,
+                acquisitions: self.acquisitions.load(Relaxed),
+                contended: self.contended.load(Relaxed),
+                wait_total_ns: self.wait_total_ns.load(Relaxed),
+                wait_max_ns: self.wait_max_ns.load(Relaxed),
+                events: core::array::from_fn(|i| self.events[i].load(Relaxed)),
+            }
+        }
     }
 }
 
 #[cfg(not(feature = "stats"))]
 mod imp {
-    use super::{EVENTS, Event};
-
-    #[inline(always)]
-    pub(crate) fn inc(_: Event) {}
+    use super::{EVENTS, Event, LockStats};
 
     /// Always zeros without the `stats` feature.
     pub fn snapshot(_reset: bool) -> [u64; EVENTS] {
         [0; EVENTS]
     }
+
+    /// No counters: a zero-sized field.
+    pub(crate) struct Counters;
+
+    /// No clock read.
+    #[derive(Clone, Copy)]
+    pub(crate) struct Stamp;
+
+    impl Stamp {
+        #[inline(always)]
+        pub(crate) fn now() -> Self {
+            Stamp
+        }
+        #[inline(always)]
+        pub(crate) const fn unset() -> Self {
+            Stamp
+        }
+    }
+
+    impl Counters {
+        pub(crate) const fn new() -> Self {
+            Counters
+        }
+        #[inline(always)]
+        pub(crate) fn event(&self, _: Event) {}
+        #[inline(always)]
+        pub(crate) fn acquired(&self) {}
+        #[inline(always)]
+        pub(crate) fn acquired_after(&self, _: Stamp) {}
+        pub(crate) fn snapshot(&self) -> LockStats {
+            LockStats {
+                enabled: false,
+                acquisitions: 0,
+                contended: 0,
+                wait_total_ns: 0,
+                wait_max_ns: 0,
+                events: [0; EVENTS],
+            }
+        }
+    }
 }
 
-pub(crate) use imp::inc;
 pub use imp::snapshot;
+pub(crate) use imp::{Counters, Stamp};
+
+/// One lock's counters at one moment, from
+/// [`RwLock::stats`](crate::RwLock::stats) and friends. All zeros (and
+/// [`enabled`](Self::enabled) `false`) without the `stats` feature.
+///
+/// The counters are read one by one while the lock may be in use, so they
+/// need not add up exactly; two snapshots subtracted ([`since`](Self::since))
+/// give the figures of a period.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LockStats {
+    enabled: bool,
+    acquisitions: u64,
+    contended: u64,
+    wait_total_ns: u64,
+    wait_max_ns: u64,
+    events: [u64; EVENTS],
+}
+
+impl LockStats {
+    /// Whether the crate was built with the `stats` feature (if not, every
+    /// figure is zero).
+    pub fn enabled(&self) -> bool {
+        self.enabled
+    }
+    /// Acquisitions, read and write, blocking and async, `try_*` included.
+    pub fn acquisitions(&self) -> u64 {
+        self.acquisitions
+    }
+    /// Acquisitions that found the lock unavailable and had to wait (spin,
+    /// park or yield).
+    pub fn contended(&self) -> u64 {
+        self.contended
+    }
+    /// Total time contended acquisitions waited.
+    pub fn wait_total(&self) -> std::time::Duration {
+        std::time::Duration::from_nanos(self.wait_total_ns)
+    }
+    /// Longest single wait (not reset by [`since`](Self::since)).
+    pub fn wait_max(&self) -> std::time::Duration {
+        std::time::Duration::from_nanos(self.wait_max_ns)
+    }
+    /// Mean wait of a contended acquisition.
+    pub fn wait_mean(&self) -> std::time::Duration {
+        std::time::Duration::from_nanos(self.wait_total_ns.checked_div(self.contended).unwrap_or(0))
+    }
+    /// How often `event` happened on this lock.
+    pub fn event(&self, event: Event) -> u64 {
+        self.events[event as usize]
+    }
+    /// Spin phases run (won, given up, or stopped by a handoff).
+    pub fn spins(&self) -> u64 {
+        self.event(Event::SpinWin) + self.event(Event::SpinGiveUp) + self.event(Event::SpinHandoff)
+    }
+    /// Spin phases that ended holding the lock.
+    pub fn spin_wins(&self) -> u64 {
+        self.event(Event::SpinWin)
+    }
+    /// Waiters that queued (a thread parked, a task registered its waker).
+    pub fn parks(&self) -> u64 {
+        self.event(Event::Queued)
+    }
+    /// Handoffs: the handoff bit set for a waiter that waited too long, and
+    /// locks granted straight to queued waiters by a release.
+    pub fn handoffs(&self) -> u64 {
+        self.event(Event::HandoffSet) + self.event(Event::Grant)
+    }
+    /// The figures of the period from `earlier` to `self` (the maximum wait
+    /// stays the all-time one).
+    pub fn since(&self, earlier: &LockStats) -> LockStats {
+        LockStats {
+            enabled: self.enabled,
+            acquisitions: self.acquisitions.saturating_sub(earlier.acquisitions),
+            contended: self.contended.saturating_sub(earlier.contended),
+            wait_total_ns: self.wait_total_ns.saturating_sub(earlier.wait_total_ns),
+            wait_max_ns: self.wait_max_ns,
+            events: core::array::from_fn(|i| self.events[i].saturating_sub(earlier.events[i])),
+        }
+    }
+}
+
+/// One line, lockstat-like: `acquisitions 1200 contended 37 (3.1%) wait
+/// mean 2.1µs max 40µs spins 30 won 21 parks 9 handoffs 2`.
+impl std::fmt::Display for LockStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if !self.enabled {
+            return f.write_str("(lock statistics need the `stats` feature)");
+        }
+        let share = if self.acquisitions == 0 { 0.0 } else { 100.0 * self.contended as f64 / self.acquisitions as f64 };
+        write!(
+            f,
+            "acquisitions {} contended {} ({share:.1}%) wait mean {:?} max {:?} spins {} won {} parks {} handoffs {}",
+            self.acquisitions,
+            self.contended,
+            self.wait_mean(),
+            self.wait_max(),
+            self.spins(),
+            self.spin_wins(),
+            self.parks(),
+            self.handoffs(),
+        )
+    }
+}
 
 /// All events with their names, in counter order.
 pub const ALL: [Event; EVENTS] = [

@@ -151,6 +151,22 @@ blocking_peer!(ParkingLotRw, "parking_lot", parking_lot::RwLock<u64>, |l| l.read
 blocking_peer!(StdRw, "std", std::sync::RwLock<u64>, |l| l.read().unwrap(), |l| l.write().unwrap());
 
 async_rwlock_peer!(HybridMutex, "hybrid-sync", hybrid_sync::Mutex<u64>, lock, lock, blocking_lock, blocking_lock);
+
+/// The per-lock statistics of the last hybrid-sync lock a workload dropped
+/// (all zeros without `--features stats`), for `showdown --stats`.
+pub static LAST_HYBRID_STATS: std::sync::Mutex<Option<hybrid_sync::stats::LockStats>> = std::sync::Mutex::new(None);
+
+impl Drop for HybridRw {
+    fn drop(&mut self) {
+        *LAST_HYBRID_STATS.lock().unwrap() = Some(self.0.stats());
+    }
+}
+
+impl Drop for HybridMutex {
+    fn drop(&mut self) {
+        *LAST_HYBRID_STATS.lock().unwrap() = Some(self.0.stats());
+    }
+}
 async_rwlock_peer!(TokioMutex, "tokio", tokio::sync::Mutex<u64>, lock, lock, blocking_lock, blocking_lock);
 async_rwlock_peer!(AsyncLockMutex, "async-lock", async_lock::Mutex<u64>, lock, lock, lock_blocking, lock_blocking);
 blocking_peer!(ParkingLotMutex, "parking_lot", parking_lot::Mutex<u64>, |l| l.lock(), |l| l.lock());

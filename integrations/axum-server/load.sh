@@ -4,6 +4,7 @@
 #   integrations/axum-server/load.sh            # 3 rounds x 3 mixes x 4 locks, 5 s each
 #   DURATION=10 ROUNDS=5 LOCKS="hybrid tokio" integrations/axum-server/load.sh
 #   FEATURES=fair MIXES=write-heavy integrations/axum-server/load.sh   # a hybrid-sync tuning
+#   FEATURES=stats ...   # also prints hybrid-sync's lock statistics after each run
 #
 # Each run starts a fresh server on 127.0.0.1 (the only host it ever
 # targets), lets wrk's readers run at a fixed connection count while a
@@ -97,11 +98,13 @@ for round in $(seq "$ROUNDS"); do
             read -r _ wrps _ _ _ werr wnon2xx <"$wfile"
             rm -f "$wfile"
             state="$(curl -s --max-time 5 "http://$host:$PORT/check" || true)"
+            lockstats="$(curl -s --fail --max-time 5 "http://$host:$PORT/lockstats" || true)"
             stop_server
             errors=$((err + non2xx + werr + wnon2xx))
             printf '%-12s %-12s %5s %10s %9s %9s %9s %7s %11s\n' \
                 "$mix" "$lock" "$round" "$rps" "$p50" "$p99" "$max" "$errors" "$wrps"
             echo "$mix $lock $rps $p50 $p99 $wrps $errors" >>"$results"
+            [[ -n "$lockstats" ]] && echo "    $lock lock: $lockstats"
             read -r sum _ <<<"$state"
             if [[ "${sum:-}" != "$((4096 * 1000))" ]]; then
                 echo "inconsistent state after $mix/$lock: /check answered '$state'" >&2

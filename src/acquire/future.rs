@@ -14,6 +14,7 @@ use crate::config::{SPIN, SPIN_LIMIT_ASYNC_NS};
 use crate::layout::{Inline, Layout};
 use crate::raw::RawRwLock;
 use crate::state::Kind;
+use crate::stats::Stamp;
 use crate::wait_queue::{Task, Waiter};
 
 enum Phase {
@@ -32,6 +33,8 @@ pub(crate) struct Acquire<'a, L: Layout = Inline> {
     lock: &'a RawRwLock<L>,
     node: Waiter,
     phase: Phase,
+    /// When the contended path started (`stats` feature; zero-sized without).
+    since: Stamp,
 }
 
 // SAFETY: the future holds a shared reference to a `RawRwLock` (Sync) and a
@@ -46,7 +49,7 @@ unsafe impl<L: Layout> Sync for Acquire<'_, L> {}
 impl<'a, L: Layout> Acquire<'a, L> {
     #[inline]
     pub(crate) fn new(lock: &'a RawRwLock<L>, kind: Kind) -> Self {
-        Acquire { lock, node: Waiter::new(kind, lock.key()), phase: Phase::Start }
+        Acquire { lock, node: Waiter::new(kind, lock.key()), phase: Phase::Start, since: Stamp::unset() }
     }
 }
 
@@ -61,14 +64,19 @@ impl<L: Layout> Future for Acquire<'_, L> {
         match this.phase {
             Phase::Start => {
                 let kind = this.node.kind;
-                if !this.lock.try_acquire(kind)
-                    && !this.lock.lock_contended(&this.node, spin_limit(), || Task::Waker(cx.waker().clone()))
-                {
-                    this.phase = Phase::Queued;
-                    return Poll::Pending;
+                if !this.lock.try_acquire(kind) {
+                    this.since = Stamp::now();
+                    if !this.lock.lock_contended(&this.node, spin_limit(), || Task::Waker(cx.waker().clone())) {
+                        this.phase = Phase::Queued;
+                        return Poll::Pending;
+                    }
+                    this.lock.acquired_after(kind, this.since);
                 }
             }
-            Phase::Queued => ready!(this.lock.poll_queued(&this.node, cx.waker(), spin_limit())),
+            Phase::Queued => {
+                ready!(this.lock.poll_queued(&this.node, cx.waker(), spin_limit()));
+                this.lock.acquired_after(this.node.kind, this.since);
+            }
             Phase::Held => {}
             Phase::Done => panic!("lock future polled after completion"),
         }

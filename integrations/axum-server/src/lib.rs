@@ -25,6 +25,8 @@
 //! - `GET /sum`: read every entry; answers `sum applied`.
 //! - `GET /check`: takes the write lock within a second; answers
 //!   `sum applied cancelled`, or 503 when the lock cannot be taken.
+//! - `GET /lockstats`: the lock's own counters (hybrid-sync built with its
+//!   `stats` feature), or 404.
 //!
 //! A request carrying `x-deadline-us: N` is dropped inside the server after
 //! N microseconds, wherever its handler is (waiting for the lock, holding
@@ -132,6 +134,11 @@ pub trait SharedLock: Send + Sync + 'static {
     fn read(&self) -> impl Future<Output = Self::Read<'_>> + Send;
     /// Waits for exclusive access.
     fn write(&self) -> impl Future<Output = Self::Write<'_>> + Send;
+    /// The lock's own statistics, where it keeps any (hybrid-sync built
+    /// with its `stats` feature).
+    fn stats(&self) -> Option<String> {
+        None
+    }
 }
 
 impl SharedLock for hybrid_sync::RwLock<Inventory> {
@@ -147,6 +154,10 @@ impl SharedLock for hybrid_sync::RwLock<Inventory> {
     }
     fn write(&self) -> impl Future<Output = Self::Write<'_>> + Send {
         hybrid_sync::RwLock::write(self)
+    }
+    fn stats(&self) -> Option<String> {
+        let stats = hybrid_sync::RwLock::stats(self);
+        stats.enabled().then(|| stats.to_string())
     }
 }
 
@@ -288,10 +299,7 @@ async fn sum<L: SharedLock>(State(app): State<Arc<App<L>>>) -> String {
     format!("{sum} {applied}")
 }
 
-async fn transfer<L: SharedLock>(
-    State(app): State<Arc<App<L>>>,
-    Path((from, to)): Path<(u32, u32)>,
-) -> &'static str {
+async fn transfer<L: SharedLock>(State(app): State<Arc<App<L>>>, Path((from, to)): Path<(u32, u32)>) -> &'static str {
     let watch = Watch::new(&app.cancelled);
     app.lock.write().await.transfer(from, to);
     watch.finish();
@@ -301,13 +309,9 @@ async fn transfer<L: SharedLock>(
 /// Holds the write guard across the simulated store call, then applies the
 /// transfer. The await comes first so that a cancelled request leaves the
 /// state as it was: the handler is cancel safe, and so must the lock be.
-async fn store<L: SharedLock>(
-    State(app): State<Arc<App<L>>>,
-    Path((from, to)): Path<(u32, u32)>,
-) -> Response {
+async fn store<L: SharedLock>(State(app): State<Arc<App<L>>>, Path((from, to)): Path<(u32, u32)>) -> Response {
     if !L::HOLDS_ACROSS_AWAIT {
-        return (StatusCode::NOT_IMPLEMENTED, "this lock cannot be held across .await\n")
-            .into_response();
+        return (StatusCode::NOT_IMPLEMENTED, "this lock cannot be held across .await\n").into_response();
     }
     let watch = Watch::new(&app.cancelled);
     let mut inv = app.lock.write().await;
@@ -324,18 +328,23 @@ async fn check<L: SharedLock>(State(app): State<Arc<App<L>>>) -> Response {
             let cancelled = app.cancelled.load(Ordering::Relaxed);
             format!("{} {} {cancelled}", inv.sum(), inv.applied()).into_response()
         }
-        Err(_) => (StatusCode::SERVICE_UNAVAILABLE, "the write lock was not free within 1 s\n")
-            .into_response(),
+        Err(_) => (StatusCode::SERVICE_UNAVAILABLE, "the write lock was not free within 1 s\n").into_response(),
+    }
+}
+
+async fn lockstats<L: SharedLock>(State(app): State<Arc<App<L>>>) -> Response {
+    match app.lock.stats() {
+        Some(line) => format!("{line}\n").into_response(),
+        None => {
+            (StatusCode::NOT_FOUND, "no statistics for this lock (hybrid-sync's `stats` feature)\n").into_response()
+        }
     }
 }
 
 /// Drops the request's handler after `x-deadline-us` microseconds.
 async fn deadline(request: Request, next: Next) -> Response {
-    let micros = request
-        .headers()
-        .get("x-deadline-us")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
+    let micros =
+        request.headers().get("x-deadline-us").and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
     match micros {
         None => next.run(request).await,
         Some(us) => match tokio::time::timeout(Duration::from_micros(us), next.run(request)).await {
@@ -347,17 +356,14 @@ async fn deadline(request: Request, next: Next) -> Response {
 
 /// The router over lock `L`, and the state it shares.
 pub fn router<L: SharedLock>(store_delay: Duration) -> (Router, Arc<App<L>>) {
-    let app = Arc::new(App {
-        lock: L::new(Inventory::default()),
-        store_delay,
-        cancelled: AtomicU64::new(0),
-    });
+    let app = Arc::new(App { lock: L::new(Inventory::default()), store_delay, cancelled: AtomicU64::new(0) });
     let router = Router::new()
         .route("/item/{k}", get(get_item::<L>))
         .route("/sum", get(sum::<L>))
         .route("/transfer/{from}/{to}", post(transfer::<L>))
         .route("/store/{from}/{to}", post(store::<L>))
         .route("/check", get(check::<L>))
+        .route("/lockstats", get(lockstats::<L>))
         .layer(middleware::from_fn(deadline))
         .with_state(Arc::clone(&app));
     (router, app)

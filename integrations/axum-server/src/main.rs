@@ -42,8 +42,7 @@ fn main() {
             }
             "--store-us" => {
                 let v = value();
-                store_us =
-                    v.parse().unwrap_or_else(|_| usage(&format!("--store-us {v}: not a number")));
+                store_us = v.parse().unwrap_or_else(|_| usage(&format!("--store-us {v}: not a number")));
             }
             other => usage(&format!("unknown argument {other}")),
         }

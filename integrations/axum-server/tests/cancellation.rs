@@ -79,8 +79,7 @@ async fn storm<L: SharedLock>() {
             request = request.header("x-deadline-us", us.to_string());
         }
         let request = request.body(Empty::new()).expect("a valid request");
-        let (client, tally, permit) =
-            (client.clone(), Arc::clone(&tally), Arc::clone(&in_flight).acquire_owned());
+        let (client, tally, permit) = (client.clone(), Arc::clone(&tally), Arc::clone(&in_flight).acquire_owned());
         tasks.spawn(async move {
             let _permit = permit.await.expect("never closed");
             if write {
@@ -93,15 +92,13 @@ async fn storm<L: SharedLock>() {
                 status
             };
             let status = match abort {
-                Some(("client", us)) => {
-                    match tokio::time::timeout(Duration::from_micros(us), send).await {
-                        Ok(status) => status,
-                        Err(_) => {
-                            tally.client_aborts.fetch_add(1, Ordering::Relaxed);
-                            return;
-                        }
+                Some(("client", us)) => match tokio::time::timeout(Duration::from_micros(us), send).await {
+                    Ok(status) => status,
+                    Err(_) => {
+                        tally.client_aborts.fetch_add(1, Ordering::Relaxed);
+                        return;
                     }
-                }
+                },
                 _ => send.await,
             };
             match status {
@@ -130,10 +127,8 @@ async fn storm<L: SharedLock>() {
     // Handlers of connections the client dropped may still be running (the
     // server notices a closed connection when it next reads): wait for the
     // lock itself, with a bound, rather than for a fixed time.
-    let check = client
-        .get(format!("{base}/check").parse().expect("a valid uri"))
-        .await
-        .expect("the server answers /check");
+    let check =
+        client.get(format!("{base}/check").parse().expect("a valid uri")).await.expect("the server answers /check");
     let status = check.status();
     let body = check.into_body().collect().await.expect("a whole body").to_bytes();
     let body = String::from_utf8_lossy(&body).into_owned();

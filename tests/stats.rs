@@ -1,0 +1,158 @@
+//! Per-lock statistics (`--features stats`; without it, all zeros).
+
+#[cfg(feature = "stats")]
+use std::sync::Arc;
+#[cfg(feature = "stats")]
+use std::time::Duration;
+
+use hybrid_sync::RwLock;
+#[cfg(feature = "stats")]
+use hybrid_sync::stats::Event;
+#[cfg(feature = "stats")]
+use hybrid_sync::{LockRef, Mutex};
+
+#[cfg(not(feature = "stats"))]
+#[test]
+fn without_the_feature_every_figure_is_zero() {
+    let lock = RwLock::new(0);
+    drop(lock.try_write());
+    drop(lock.blocking_read());
+    let stats = lock.stats();
+    assert!(!stats.enabled());
+    assert_eq!(stats.acquisitions(), 0);
+    assert_eq!(stats.to_string(), "(lock statistics need the `stats` feature)");
+    // Zero-sized counters: the lock did not grow.
+    assert_eq!(size_of::<RwLock<()>>(), 16);
+}
+
+#[cfg(feature = "stats")]
+#[test]
+fn uncontended_acquisitions_are_counted_and_not_contended() {
+    let lock = RwLock::new(0);
+    drop(lock.try_write().unwrap());
+    drop(lock.try_read().unwrap());
+    drop(lock.blocking_read());
+    *lock.blocking_write() += 1;
+    futures::executor::block_on(async {
+        drop(lock.read().await);
+        drop(lock.write().await);
+    });
+    let stats = lock.stats();
+    assert!(stats.enabled());
+    assert_eq!(stats.acquisitions(), 6, "{stats}");
+    assert_eq!(stats.contended(), 0, "{stats}");
+    assert_eq!(stats.wait_total(), Duration::ZERO);
+    // A failed try is not an acquisition.
+    let held = lock.try_write().unwrap();
+    assert!(lock.try_read().is_err());
+    drop(held);
+    assert_eq!(lock.stats().acquisitions(), 7);
+}
+
+#[cfg(feature = "stats")]
+#[test]
+fn a_blocked_thread_counts_a_contended_acquisition_its_wait_and_its_park() {
+    let lock = Arc::new(Mutex::new(0));
+    let held = lock.try_lock().unwrap();
+    let waiter = {
+        let lock = Arc::clone(&lock);
+        std::thread::spawn(move || *lock.blocking_lock() += 1)
+    };
+    // Long enough that the waiter certainly spins out and parks.
+    std::thread::sleep(Duration::from_millis(50));
+    drop(held);
+    waiter.join().unwrap();
+    let stats = lock.stats();
+    assert_eq!(stats.acquisitions(), 2, "{stats}");
+    assert_eq!(stats.contended(), 1, "{stats}");
+    assert!(stats.wait_max() >= Duration::from_millis(40), "{stats}");
+    assert_eq!(stats.wait_total(), stats.wait_max());
+    assert_eq!(stats.parks(), 1, "{stats}");
+    assert_eq!(stats.event(Event::Contended), 1, "{stats}");
+    assert!(stats.to_string().starts_with("acquisitions 2 contended 1 (50.0%)"), "{stats}");
+}
+
+#[cfg(feature = "stats")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queued_task_counts_its_wait_and_others_locks_do_not_mix_in() {
+    let lock = Arc::new(RwLock::new(0));
+    let other = RwLock::new(0);
+    let before = lock.stats();
+    let held = lock.write().await;
+    let reader = tokio::spawn({
+        let lock = Arc::clone(&lock);
+        async move { *lock.read().await }
+    });
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    drop(other.write().await);
+    drop(held);
+    assert_eq!(reader.await.unwrap(), 0);
+    let period = lock.stats().since(&before);
+    assert_eq!(period.acquisitions(), 2, "{period}");
+    assert_eq!(period.contended(), 1, "{period}");
+    assert_eq!(period.parks(), 1, "{period}");
+    assert!(period.wait_max() >= Duration::from_millis(20), "{period}");
+    // The release found the reader queued: it was granted or woken.
+    assert!(period.event(Event::Dispatch) >= 1, "{period}");
+    assert_eq!(other.stats().acquisitions(), 1);
+    assert_eq!(other.stats().contended(), 0);
+}
+
+#[cfg(feature = "stats")]
+#[test]
+fn a_cancelled_wait_is_not_an_acquisition() {
+    let lock = Mutex::new(());
+    let held = lock.try_lock().unwrap();
+    let mut waiting = tokio_test::task::spawn(lock.lock());
+    assert!(waiting.poll().is_pending());
+    drop(waiting);
+    drop(held);
+    let stats = lock.stats();
+    assert_eq!(stats.acquisitions(), 1, "{stats}");
+    assert_eq!(stats.contended(), 0, "{stats}");
+    assert_eq!(stats.event(Event::Cancel), 1, "{stats}");
+}
+
+#[cfg(feature = "stats")]
+#[test]
+fn lockref_counts_its_lock_not_its_lockless_count_updates() {
+    let r = LockRef::new(());
+    r.get();
+    r.put();
+    drop(r.lock());
+    assert_eq!(r.stats().acquisitions(), 1);
+    assert_eq!(r.stats().contended(), 0);
+}
+
+#[cfg(feature = "stats")]
+#[test]
+fn contention_between_threads_is_seen_as_spins_or_parks() {
+    let lock = Arc::new(Mutex::new(0u64));
+    let threads: Vec<_> = (0..4)
+        .map(|_| {
+            let lock = Arc::clone(&lock);
+            std::thread::spawn(move || {
+                for _ in 0..20_000 {
+                    let mut g = lock.blocking_lock();
+                    *g += 1;
+                    for _ in 0..50 {
+                        std::hint::spin_loop();
+                    }
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let stats = lock.stats();
+    assert_eq!(*lock.blocking_lock(), 80_000);
+    assert_eq!(stats.acquisitions(), 80_000, "{stats}");
+    assert!(stats.contended() > 0, "{stats}");
+    // Every blocking acquisition that entered the contended path finished
+    // there, and it spun or parked on the way (or barged in under the queue
+    // lock, with spinning compiled out).
+    assert_eq!(stats.contended(), stats.event(Event::Contended), "{stats}");
+    assert!(stats.spins() + stats.parks() + stats.event(Event::Barge) > 0, "{stats}");
+    assert!(stats.spin_wins() <= stats.spins(), "{stats}");
+}

@@ -39,13 +39,13 @@
 //! caller's: see the `SPINNERS` field of the wait queue word.
 
 // Under the model checker only the two-poll `spin` below is used.
-#![cfg_attr(hybrid_sync_loom, allow(dead_code))]
+#![cfg_attr(any(hybrid_sync_loom, hybrid_sync_shuttle), allow(dead_code))]
 
 use core::cell::Cell;
 use std::time::Instant;
 
 use crate::config::{self, BACKOFF_SLOTS, DELAY_MIN_NS};
-#[cfg(not(hybrid_sync_loom))]
+#[cfg(not(any(hybrid_sync_loom, hybrid_sync_shuttle)))]
 use crate::config::{DELAY_MAX_NS, SPIN_PROBE_NS};
 
 /// What one poll of the lock word found.
@@ -146,7 +146,7 @@ fn pause_ns(ns: u32) {
 /// Polls the lock of address `addr` with `probe` until it is acquired, a
 /// handoff is pending, or spinning stops paying; never longer than
 /// `limit_ns`.
-#[cfg(not(hybrid_sync_loom))]
+#[cfg(not(any(hybrid_sync_loom, hybrid_sync_shuttle)))]
 pub(crate) fn spin(addr: usize, limit_ns: u32, mut probe: impl FnMut() -> Probe) -> Spin {
     let (index, tag) = slot_of(addr);
     let mut slot = SLOTS.with(|slots| slots[index].get());
@@ -219,7 +219,7 @@ pub(crate) fn spin(addr: usize, limit_ns: u32, mut probe: impl FnMut() -> Probe)
 /// The model checker's spin: two polls, no clock, no learning, and no
 /// `yield` between them (loom's `spin_loop` yields, which would let the owner
 /// run to completion first in every schedule and hide the queueing paths).
-#[cfg(hybrid_sync_loom)]
+#[cfg(any(hybrid_sync_loom, hybrid_sync_shuttle))]
 pub(crate) fn spin(_addr: usize, _limit_ns: u32, mut probe: impl FnMut() -> Probe) -> Spin {
     for _ in 0..2 {
         match probe() {
@@ -238,7 +238,7 @@ fn ewma(avg: u32, sample: u32) -> u32 {
     (avg + (sample as i64 - avg) / 8) as u32
 }
 
-#[cfg(all(test, not(hybrid_sync_loom)))]
+#[cfg(all(test, not(any(hybrid_sync_loom, hybrid_sync_shuttle))))]
 mod tests {
     use super::*;
 

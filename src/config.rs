@@ -60,6 +60,7 @@ pub(crate) const SPIN_LIMIT_ASYNC_NS: u32 = 2_000;
 /// even on a lock whose history says spinning fails, so that a lock whose
 /// hold time drops is noticed again (glibc's adaptive mutex keeps a similar
 /// `+10` floor for the same reason).
+#[cfg_attr(any(hybrid_sync_loom, hybrid_sync_shuttle), allow(dead_code))] // unused by the models
 pub(crate) const SPIN_PROBE_NS: u32 = 150;
 
 /// Bounds of the learned pause between two polls of a held lock word.
@@ -69,6 +70,7 @@ pub(crate) const SPIN_PROBE_NS: u32 = 150;
 /// write-heavy run, raising it from 1 us to 2 us moved throughput from 0.76x
 /// to about 0.8x parking_lot's, because every poll pulls the owner's line.
 pub(crate) const DELAY_MIN_NS: u32 = 20;
+#[cfg_attr(any(hybrid_sync_loom, hybrid_sync_shuttle), allow(dead_code))] // unused by the models
 pub(crate) const DELAY_MAX_NS: u32 = 2_000;
 
 /// Slots in the per-thread table of per-lock backoff state (seed 000 used 64
@@ -91,7 +93,7 @@ pub(crate) const QUEUE_LOCK_SPINS: u32 = 16;
 /// instead of giving it back, which would make the very next release pay
 /// for another wakeup that most likely loses again. Tasks cannot do this
 /// (there is no timer to wake them), and loom has no timed park.
-pub(crate) const RETAIN_TOKEN: bool = !cfg!(hybrid_sync_loom);
+pub(crate) const RETAIN_TOKEN: bool = !cfg!(any(hybrid_sync_loom, hybrid_sync_shuttle));
 
 /// First and longest nap of a thread that retains the token. Each time it
 /// looks and loses it sleeps twice as long, up to `RECHECK_MAX`: a lock that
@@ -107,6 +109,7 @@ pub(crate) const RECHECK_MAX: Duration = Duration::from_micros(128);
 /// cannot; without this backstop its wait would be bounded by the
 /// scheduler's time slices (about 3 ms here, measured) rather than by the
 /// timeout. At 64 the queue lock costs well under 1 ns per acquisition.
+#[cfg_attr(any(hybrid_sync_loom, hybrid_sync_shuttle), allow(dead_code))] // unused by the models
 pub(crate) const BARGE_AUDIT_EVERY: u32 = 64;
 
 /// The largest reader count the lock word holds.

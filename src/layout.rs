@@ -61,12 +61,12 @@ pub(crate) struct Inline {
 }
 
 impl Inline {
-    #[cfg(not(hybrid_sync_loom))]
+    #[cfg(not(any(hybrid_sync_loom, hybrid_sync_shuttle)))]
     pub(crate) const fn new(max_readers: u32) -> Self {
         Inline { state: AtomicU32::new(0), max_readers, queue: WaitQueue::new() }
     }
 
-    #[cfg(hybrid_sync_loom)]
+    #[cfg(any(hybrid_sync_loom, hybrid_sync_shuttle))]
     pub(crate) fn new(max_readers: u32) -> Self {
         Inline { state: AtomicU32::new(0), max_readers, queue: WaitQueue::new() }
     }
@@ -123,7 +123,7 @@ const _: () = assert!(LOCK_MASK == u32::MAX as u64);
 /// the model checker (which cannot have statics) it has one of its own.
 pub(crate) struct Counted {
     word: AtomicU64,
-    #[cfg(hybrid_sync_loom)]
+    #[cfg(any(hybrid_sync_loom, hybrid_sync_shuttle))]
     queue: WaitQueue,
 }
 
@@ -135,9 +135,10 @@ const BUCKETS: usize = 128;
 
 /// One shared queue, on a cache line of its own.
 #[repr(align(64))]
+#[cfg_attr(any(hybrid_sync_loom, hybrid_sync_shuttle), allow(dead_code))] // unused by the models
 struct Bucket(WaitQueue);
 
-#[cfg(not(hybrid_sync_loom))]
+#[cfg(not(any(hybrid_sync_loom, hybrid_sync_shuttle)))]
 static TABLE: [Bucket; BUCKETS] = [const { Bucket(WaitQueue::new()) }; BUCKETS];
 
 /// The bucket of the lock at `addr` (Fibonacci hashing of the address).
@@ -149,12 +150,12 @@ pub(crate) fn bucket_index(addr: usize) -> usize {
 
 impl Counted {
     /// A free lock with `count` in its count half.
-    #[cfg(not(hybrid_sync_loom))]
+    #[cfg(not(any(hybrid_sync_loom, hybrid_sync_shuttle)))]
     pub(crate) const fn new(count: u32) -> Self {
         Counted { word: AtomicU64::new((count as u64) << COUNT_SHIFT) }
     }
 
-    #[cfg(hybrid_sync_loom)]
+    #[cfg(any(hybrid_sync_loom, hybrid_sync_shuttle))]
     pub(crate) fn new(count: u32) -> Self {
         Counted { word: AtomicU64::new((count as u64) << COUNT_SHIFT), queue: WaitQueue::new() }
     }
@@ -233,11 +234,11 @@ impl Layout for Counted {
 
     #[inline(always)]
     fn queue(&self) -> &WaitQueue {
-        #[cfg(not(hybrid_sync_loom))]
+        #[cfg(not(any(hybrid_sync_loom, hybrid_sync_shuttle)))]
         {
             &TABLE[bucket_index(self.key())].0
         }
-        #[cfg(hybrid_sync_loom)]
+        #[cfg(any(hybrid_sync_loom, hybrid_sync_shuttle))]
         {
             &self.queue
         }

@@ -136,7 +136,7 @@ mod lockref;
 mod loom;
 mod mutex;
 mod raw;
-#[cfg(all(feature = "lock_api", not(hybrid_sync_loom)))]
+#[cfg(all(feature = "lock_api", not(any(hybrid_sync_loom, hybrid_sync_shuttle))))]
 mod raw_api;
 mod rwlock;
 mod state;
@@ -148,7 +148,7 @@ pub use config::{Tuning, testing as __testing, tuning};
 pub use error::TryLockError;
 pub use lockref::{LockArc, LockArcGuard, LockRef, LockRefGuard, MAX_COUNT};
 pub use mutex::{MappedMutexGuard, Mutex, MutexGuard, OwnedMappedMutexGuard, OwnedMutexGuard};
-#[cfg(all(feature = "lock_api", not(hybrid_sync_loom)))]
+#[cfg(all(feature = "lock_api", not(any(hybrid_sync_loom, hybrid_sync_shuttle))))]
 pub use raw_api::{RawMutex, RawRwLock};
 pub use rwlock::{
     OwnedRwLockMappedWriteGuard, OwnedRwLockReadGuard, OwnedRwLockWriteGuard, RwLock, RwLockMappedWriteGuard,

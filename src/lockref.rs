@@ -552,7 +552,7 @@ impl<T: ?Sized> LockRef<T> {
         if self.raw.spin_only(Kind::Write, crate::config::SPIN_LIMIT_BLOCKING_NS) {
             return;
         }
-        #[cfg(not(hybrid_sync_loom))]
+        #[cfg(not(any(hybrid_sync_loom, hybrid_sync_shuttle)))]
         if tokio::runtime::Handle::try_current()
             .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread)
         {
@@ -685,14 +685,18 @@ impl<T: ?Sized + fmt::Debug> fmt::Debug for LockRef<T> {
 /// not help.
 #[inline(always)]
 fn prefetch_for_write<W>(word: &W) {
-    #[cfg(all(target_arch = "x86_64", target_feature = "prfchw", not(hybrid_sync_loom)))]
+    #[cfg(all(target_arch = "x86_64", target_feature = "prfchw", not(any(hybrid_sync_loom, hybrid_sync_shuttle))))]
     // SAFETY: a prefetch is a hint: it never faults and has no effect on
     // program semantics, whatever the address.
     unsafe {
         use core::arch::x86_64::{_MM_HINT_ET0, _mm_prefetch};
         _mm_prefetch::<_MM_HINT_ET0>(word as *const W as *const i8);
     }
-    #[cfg(not(all(target_arch = "x86_64", target_feature = "prfchw", not(hybrid_sync_loom))))]
+    #[cfg(not(all(
+        target_arch = "x86_64",
+        target_feature = "prfchw",
+        not(any(hybrid_sync_loom, hybrid_sync_shuttle))
+    )))]
     let _ = word;
 }
 

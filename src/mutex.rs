@@ -197,7 +197,7 @@ impl<T: ?Sized> Mutex<T> {
     ///
     /// static LOCK: Mutex<i32> = Mutex::const_new(5);
     /// ```
-    #[cfg(not(hybrid_sync_loom))]
+    #[cfg(not(any(hybrid_sync_loom, hybrid_sync_shuttle)))]
     pub const fn const_new(t: T) -> Self
     where
         T: Sized,

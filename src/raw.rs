@@ -85,12 +85,12 @@ pub(crate) struct RawRwLock<L: Layout = Inline> {
 }
 
 impl RawRwLock {
-    #[cfg(not(hybrid_sync_loom))]
+    #[cfg(not(any(hybrid_sync_loom, hybrid_sync_shuttle)))]
     pub(crate) const fn new(max_readers: u32) -> Self {
         RawRwLock { state: Inline::new(max_readers), stats: Counters::new(), trace: Trace::none() }
     }
 
-    #[cfg(hybrid_sync_loom)]
+    #[cfg(any(hybrid_sync_loom, hybrid_sync_shuttle))]
     pub(crate) fn new(max_readers: u32) -> Self {
         RawRwLock { state: Inline::new(max_readers), stats: Counters::new(), trace: Trace::none() }
     }
@@ -1061,7 +1061,7 @@ impl<L: Layout> RawRwLock<L> {
     /// wait that reaches `deadline` leaves the queue (passing on whatever
     /// its node held) and returns `false`. A lock granted just as time ran
     /// out is kept.
-    #[cfg(all(feature = "lock_api", not(hybrid_sync_loom)))]
+    #[cfg(all(feature = "lock_api", not(any(hybrid_sync_loom, hybrid_sync_shuttle))))]
     pub(crate) fn lock_blocking_until(&self, kind: Kind, deadline: Instant) -> bool {
         self.lock_blocking_within(kind, Some(deadline))
     }
@@ -1196,7 +1196,7 @@ impl<L: Layout> RawRwLock<L> {
 /// an overdue handoff: one in `config::BARGE_AUDIT_EVERY`, counted per thread.
 #[inline]
 fn barging_audit_due() -> bool {
-    #[cfg(not(hybrid_sync_loom))]
+    #[cfg(not(any(hybrid_sync_loom, hybrid_sync_shuttle)))]
     {
         std::thread_local! {
             static BARGES: core::cell::Cell<u32> = const { core::cell::Cell::new(0) };
@@ -1211,7 +1211,7 @@ fn barging_audit_due() -> bool {
     }
     // The model audits on every barging acquisition, so that the audit's
     // interplay with handoff and the token is explored.
-    #[cfg(hybrid_sync_loom)]
+    #[cfg(any(hybrid_sync_loom, hybrid_sync_shuttle))]
     {
         true
     }

@@ -262,7 +262,7 @@ impl<T: ?Sized> RwLock<T> {
     ///
     /// static LOCK: RwLock<i32> = RwLock::const_new(5);
     /// ```
-    #[cfg(not(hybrid_sync_loom))]
+    #[cfg(not(any(hybrid_sync_loom, hybrid_sync_shuttle)))]
     pub const fn const_new(value: T) -> RwLock<T>
     where
         T: Sized,
@@ -284,7 +284,7 @@ impl<T: ?Sized> RwLock<T> {
     ///
     /// static LOCK: RwLock<i32> = RwLock::const_with_max_readers(5, 1024);
     /// ```
-    #[cfg(not(hybrid_sync_loom))]
+    #[cfg(not(any(hybrid_sync_loom, hybrid_sync_shuttle)))]
     #[track_caller]
     pub const fn const_with_max_readers(value: T, max_reads: u32) -> RwLock<T>
     where

@@ -317,12 +317,12 @@ pub(crate) struct WaitQueue {
 }
 
 impl WaitQueue {
-    #[cfg(not(hybrid_sync_loom))]
+    #[cfg(not(any(hybrid_sync_loom, hybrid_sync_shuttle)))]
     pub(crate) const fn new() -> Self {
         WaitQueue { word: AtomicUsize::new(0) }
     }
 
-    #[cfg(hybrid_sync_loom)]
+    #[cfg(any(hybrid_sync_loom, hybrid_sync_shuttle))]
     pub(crate) fn new() -> Self {
         WaitQueue { word: AtomicUsize::new(0) }
     }
@@ -367,7 +367,7 @@ impl WaitQueue {
                     Err(_) => continue,
                 }
             }
-            if cfg!(hybrid_sync_loom) {
+            if cfg!(any(hybrid_sync_loom, hybrid_sync_shuttle)) {
                 crate::loom::yield_now();
                 continue;
             }
@@ -388,7 +388,7 @@ impl WaitQueue {
         }
     }
 
-    #[cfg(not(hybrid_sync_loom))]
+    #[cfg(not(any(hybrid_sync_loom, hybrid_sync_shuttle)))]
     fn park_on_lock(&self) {
         let key = &self.word as *const AtomicUsize as usize;
         let validate = || self.word.load(Ordering::Relaxed) & (QLOCKED | QPARKED) == QLOCKED | QPARKED;
@@ -401,7 +401,7 @@ impl WaitQueue {
         }
     }
 
-    #[cfg(hybrid_sync_loom)]
+    #[cfg(any(hybrid_sync_loom, hybrid_sync_shuttle))]
     fn park_on_lock(&self) {
         unreachable!("the model never parks on the queue lock")
     }
@@ -427,7 +427,7 @@ impl WaitQueue {
     }
 
     #[cold]
-    #[cfg(not(hybrid_sync_loom))]
+    #[cfg(not(any(hybrid_sync_loom, hybrid_sync_shuttle)))]
     fn unlock_and_unpark(&self, head: usize) {
         let key = &self.word as *const AtomicUsize as usize;
         let callback = |result: parking_lot_core::UnparkResult| {
@@ -451,7 +451,7 @@ impl WaitQueue {
         }
     }
 
-    #[cfg(hybrid_sync_loom)]
+    #[cfg(any(hybrid_sync_loom, hybrid_sync_shuttle))]
     fn unlock_and_unpark(&self, _head: usize) {
         unreachable!("QPARKED is never set under the model")
     }

@@ -34,13 +34,13 @@ pub(crate) fn lock<L: Layout>(lock: &RawRwLock<L>, kind: Kind) {
 #[track_caller]
 #[inline]
 fn assert_blocking_allowed() {
-    #[cfg(not(hybrid_sync_loom))]
+    #[cfg(not(any(hybrid_sync_loom, hybrid_sync_shuttle)))]
     if tokio::runtime::Handle::try_current().is_ok() {
         probe();
     }
 }
 
-#[cfg(not(hybrid_sync_loom))]
+#[cfg(not(any(hybrid_sync_loom, hybrid_sync_shuttle)))]
 #[track_caller]
 #[cold]
 fn probe() {

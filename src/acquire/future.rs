@@ -109,7 +109,7 @@ impl<L: Layout> Drop for Acquire<'_, L> {
 /// returns `Pending`, so spinning can never succeed: don't. The runtime
 /// flavour is looked up once per thread every 256 contended acquisitions,
 /// because `Handle::try_current` clones the runtime handle.
-#[cfg(not(hybrid_sync_loom))]
+#[cfg(not(any(hybrid_sync_loom, hybrid_sync_shuttle)))]
 fn spin_limit() -> u32 {
     use std::cell::Cell;
     std::thread_local! {
@@ -133,7 +133,7 @@ fn spin_limit() -> u32 {
     if current_thread { 0 } else { SPIN_LIMIT_ASYNC_NS }
 }
 
-#[cfg(hybrid_sync_loom)]
+#[cfg(any(hybrid_sync_loom, hybrid_sync_shuttle))]
 fn spin_limit() -> u32 {
     if SPIN { SPIN_LIMIT_ASYNC_NS } else { 0 }
 }

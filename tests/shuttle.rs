@@ -1,0 +1,423 @@
+//! Randomized schedules with [shuttle]: the scenarios of the loom models
+//! (src/loom_models.rs), with 6 to 10 threads and tasks where loom stops at
+//! 4 or 5. The library is built on shuttle's atomics and thread parking, so
+//! every atomic access is a scheduling point; shuttle's executor runs the
+//! tasks. A lost wakeup shows up as shuttle's deadlock report, a broken
+//! exclusion as a failed shadow check; either prints the failing schedule.
+//!
+//! ```text
+//! RUSTFLAGS="--cfg hybrid_sync_shuttle" CARGO_TARGET_DIR=target/shuttle \
+//!     cargo test --release --test shuttle
+//! SHUTTLE_ITERATIONS=20000 SHUTTLE_SEED=7 ...   # a longer run, other seeds
+//! ```
+//!
+//! Each scenario runs under shuttle's random scheduler and its PCT scheduler
+//! (depth 3), from fixed seeds, so CI replays the same schedules every time.
+//!
+//! [shuttle]: https://docs.rs/shuttle
+#![cfg(hybrid_sync_shuttle)]
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::task::{Context, Poll};
+
+use hybrid_sync::{LockRef, Mutex, RwLock};
+use shuttle::scheduler::{PctScheduler, RandomScheduler};
+use shuttle::{Config, Runner, future, thread};
+
+fn env(name: &str, default: u64) -> u64 {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+/// Runs `f` under the random scheduler and under PCT, from fixed seeds.
+fn check(f: impl Fn() + Send + Sync + Clone + 'static) {
+    let iterations = env("SHUTTLE_ITERATIONS", 300) as usize;
+    let seed = env("SHUTTLE_SEED", 0x5eed);
+    Runner::new(RandomScheduler::new_from_seed(seed, iterations), Config::new()).run(f.clone());
+    Runner::new(PctScheduler::new_from_seed(seed, 3, iterations), Config::new()).run(f);
+}
+
+/// Mutual exclusion, checked on every acquisition: a writer is alone, a
+/// reader never overlaps a writer.
+#[derive(Default)]
+struct Shadow {
+    readers: AtomicUsize,
+    writers: AtomicUsize,
+}
+
+impl Shadow {
+    fn write(&self) -> impl Drop + '_ {
+        assert_eq!(self.writers.fetch_add(1, SeqCst), 0, "two writers at once");
+        assert_eq!(self.readers.load(SeqCst), 0, "a writer beside readers");
+        Leave(&self.writers)
+    }
+    fn read(&self) -> impl Drop + '_ {
+        self.readers.fetch_add(1, SeqCst);
+        assert_eq!(self.writers.load(SeqCst), 0, "a reader beside a writer");
+        Leave(&self.readers)
+    }
+}
+
+struct Leave<'a>(&'a AtomicUsize);
+
+impl Drop for Leave<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, SeqCst);
+    }
+}
+
+/// Polls `inner` at most `polls` times, then drops it (a cancelled
+/// acquisition, or one that won and is released at once).
+struct PollAtMost<F> {
+    inner: Pin<Box<F>>,
+    polls: usize,
+}
+
+impl<F: Future> Future for PollAtMost<F> {
+    type Output = bool;
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<bool> {
+        if self.polls == 0 {
+            return Poll::Ready(false);
+        }
+        self.polls -= 1;
+        match self.inner.as_mut().poll(cx) {
+            Poll::Ready(_) => Poll::Ready(true),
+            Poll::Pending if self.polls == 0 => Poll::Ready(false),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+fn poll_at_most<F: Future>(inner: F, polls: usize) -> PollAtMost<F> {
+    PollAtMost { inner: Box::pin(inner), polls }
+}
+
+/// Three writer threads, two reader threads, two writer tasks, two reader
+/// tasks and a thread of `try_*` calls on one RwLock: exclusion holds and
+/// every write lands.
+#[test]
+fn rwlock_threads_and_tasks() {
+    check(|| {
+        let lock = Arc::new(RwLock::new(0u64));
+        let shadow = Arc::new(Shadow::default());
+        let writes = Arc::new(AtomicUsize::new(0));
+        let mut threads = Vec::new();
+        for _ in 0..3 {
+            let (lock, shadow, writes) = (lock.clone(), shadow.clone(), writes.clone());
+            threads.push(thread::spawn(move || {
+                for _ in 0..2 {
+                    let mut g = lock.blocking_write();
+                    let _s = shadow.write();
+                    *g += 1;
+                    writes.fetch_add(1, SeqCst);
+                }
+            }));
+        }
+        for _ in 0..2 {
+            let (lock, shadow) = (lock.clone(), shadow.clone());
+            threads.push(thread::spawn(move || {
+                for _ in 0..2 {
+                    let g = lock.blocking_read();
+                    let _s = shadow.read();
+                    assert!(*g <= 11);
+                }
+            }));
+        }
+        {
+            let (lock, shadow, writes) = (lock.clone(), shadow.clone(), writes.clone());
+            threads.push(thread::spawn(move || {
+                for _ in 0..3 {
+                    if let Ok(mut g) = lock.try_write() {
+                        let _s = shadow.write();
+                        *g += 1;
+                        writes.fetch_add(1, SeqCst);
+                    }
+                    if let Ok(_g) = lock.try_read() {
+                        let _s = shadow.read();
+                    }
+                }
+            }));
+        }
+        let mut tasks = Vec::new();
+        for i in 0..4 {
+            let (lock, shadow, writes) = (lock.clone(), shadow.clone(), writes.clone());
+            tasks.push(future::spawn(async move {
+                if i % 2 == 0 {
+                    let mut g = lock.write().await;
+                    let _s = shadow.write();
+                    *g += 1;
+                    writes.fetch_add(1, SeqCst);
+                } else {
+                    let _g = lock.read().await;
+                    let _s = shadow.read();
+                }
+            }));
+        }
+        for t in threads {
+            t.join().unwrap();
+        }
+        future::block_on(async {
+            for t in tasks {
+                t.await.unwrap();
+            }
+        });
+        assert_eq!(*lock.blocking_read() as usize, writes.load(SeqCst));
+    });
+}
+
+/// Waiters cancelled at every stage (never polled, polled once, woken and
+/// dropped, granted and dropped) among waiters that must finish: a lost
+/// wakeup is a deadlock, which shuttle reports.
+#[test]
+fn cancelled_waits_never_lose_a_wakeup() {
+    check(|| {
+        let lock = Arc::new(RwLock::new(0u64));
+        let shadow = Arc::new(Shadow::default());
+        let holder = {
+            let (lock, shadow) = (lock.clone(), shadow.clone());
+            thread::spawn(move || {
+                for _ in 0..2 {
+                    let mut g = lock.blocking_write();
+                    let _s = shadow.write();
+                    *g += 1;
+                    thread::yield_now();
+                }
+            })
+        };
+        let mut tasks = Vec::new();
+        for i in 0..6usize {
+            let (lock, shadow) = (lock.clone(), shadow.clone());
+            tasks.push(future::spawn(async move {
+                // Cancelled after 1, 2 or 3 polls, reads and writes alike.
+                let polls = 1 + i % 3;
+                if i % 2 == 0 {
+                    poll_at_most(async { drop(lock.write().await) }, polls).await;
+                    let _g = lock.write().await;
+                    let _s = shadow.write();
+                } else {
+                    poll_at_most(async { drop(lock.read().await) }, polls).await;
+                    let _g = lock.read().await;
+                    let _s = shadow.read();
+                }
+            }));
+        }
+        let blocked_reader = {
+            let (lock, shadow) = (lock.clone(), shadow.clone());
+            thread::spawn(move || {
+                let _g = lock.blocking_read();
+                let _s = shadow.read();
+            })
+        };
+        holder.join().unwrap();
+        blocked_reader.join().unwrap();
+        future::block_on(async {
+            for t in tasks {
+                t.await.unwrap();
+            }
+        });
+        assert_eq!(*lock.try_read().expect("the lock ends free"), 2);
+    });
+}
+
+/// A writer downgrades while readers and writers (threads and tasks) wait:
+/// readers that get in see its write, writers still exclude everyone.
+#[test]
+fn downgrade_with_waiters() {
+    check(|| {
+        let lock = Arc::new(RwLock::new(0u64));
+        let shadow = Arc::new(Shadow::default());
+        let downgrader = {
+            let (lock, shadow) = (lock.clone(), shadow.clone());
+            thread::spawn(move || {
+                let mut g = future::block_on(lock.write());
+                {
+                    let _s = shadow.write();
+                    *g = 1;
+                }
+                let r = g.downgrade();
+                let _s = shadow.read();
+                assert!(*r >= 1);
+            })
+        };
+        let mut threads = Vec::new();
+        for i in 0..4 {
+            let (lock, shadow) = (lock.clone(), shadow.clone());
+            threads.push(thread::spawn(move || {
+                if i % 2 == 0 {
+                    let g = lock.blocking_read();
+                    let _s = shadow.read();
+                    let _ = *g;
+                } else {
+                    let mut g = lock.blocking_write();
+                    let _s = shadow.write();
+                    *g += 10;
+                }
+            }));
+        }
+        let mut tasks = Vec::new();
+        for i in 0..3 {
+            let (lock, shadow) = (lock.clone(), shadow.clone());
+            tasks.push(future::spawn(async move {
+                if i == 0 {
+                    let mut g = lock.write().await;
+                    let _s = shadow.write();
+                    *g += 10;
+                } else {
+                    let _g = lock.read().await;
+                    let _s = shadow.read();
+                }
+            }));
+        }
+        downgrader.join().unwrap();
+        for t in threads {
+            t.join().unwrap();
+        }
+        future::block_on(async {
+            for t in tasks {
+                t.await.unwrap();
+            }
+        });
+        let v = *lock.try_read().unwrap();
+        assert!(v % 10 == 1 || v == 30, "three +10 writers and one =1 writer, got {v}");
+    });
+}
+
+/// With a zero handoff timeout every waiter is due at once: the handoff
+/// bit, the audit and the grants run on every contended release, under
+/// four threads and four tasks on a Mutex.
+#[test]
+fn handoff_on_every_release() {
+    hybrid_sync::__testing::set_handoff_timeout(Some(std::time::Duration::ZERO));
+    check(|| {
+        let m = Arc::new(Mutex::new(0u64));
+        let shadow = Arc::new(Shadow::default());
+        let mut threads = Vec::new();
+        for _ in 0..4 {
+            let (m, shadow) = (m.clone(), shadow.clone());
+            threads.push(thread::spawn(move || {
+                for _ in 0..2 {
+                    let mut g = m.blocking_lock();
+                    let _s = shadow.write();
+                    *g += 1;
+                }
+            }));
+        }
+        let mut tasks = Vec::new();
+        for i in 0..4 {
+            let (m, shadow) = (m.clone(), shadow.clone());
+            tasks.push(future::spawn(async move {
+                if i == 3 {
+                    // One cancelled waiter among them.
+                    poll_at_most(async { drop(m.lock().await) }, 1).await;
+                }
+                let mut g = m.lock().await;
+                let _s = shadow.write();
+                *g += 1;
+            }));
+        }
+        for t in threads {
+            t.join().unwrap();
+        }
+        future::block_on(async {
+            for t in tasks {
+                t.await.unwrap();
+            }
+        });
+        assert_eq!(*m.try_lock().unwrap(), 12);
+    });
+    hybrid_sync::__testing::set_handoff_timeout(None);
+}
+
+/// Owned guards move between tasks; the lock is released where the guard
+/// is dropped, and nobody waits forever.
+#[test]
+fn owned_guards_cross_tasks() {
+    check(|| {
+        let m = Arc::new(Mutex::new(0u64));
+        let mut tasks = Vec::new();
+        for _ in 0..3 {
+            let m = m.clone();
+            tasks.push(future::spawn(async move {
+                let mut g = m.lock_owned().await;
+                *g += 1;
+                // Another task finishes the section and releases.
+                future::spawn(async move {
+                    *g += 1;
+                    drop(g);
+                })
+                .await
+                .unwrap();
+            }));
+        }
+        let threads: Vec<_> = (0..3)
+            .map(|_| {
+                let m = m.clone();
+                thread::spawn(move || *m.blocking_lock() += 1)
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        future::block_on(async {
+            for t in tasks {
+                t.await.unwrap();
+            }
+        });
+        assert_eq!(*m.try_lock().unwrap(), 9);
+    });
+}
+
+/// LockRef: lockless get/put from threads and tasks against lock holders
+/// that read and rewrite the count; every update behaves as if the lock
+/// had been taken, so the final count is exact.
+#[test]
+fn lockref_get_put_vs_lock() {
+    check(|| {
+        let r = Arc::new(LockRef::new(0u64));
+        let mut threads = Vec::new();
+        for i in 0..4 {
+            let r = r.clone();
+            threads.push(thread::spawn(move || {
+                if i % 2 == 0 {
+                    r.get();
+                    r.get();
+                    r.put();
+                } else {
+                    let mut g = r.lock();
+                    let c = g.count();
+                    *g += 1;
+                    g.set_count(c + 1);
+                }
+            }));
+        }
+        let mut tasks = Vec::new();
+        for i in 0..3 {
+            let r = r.clone();
+            tasks.push(future::spawn(async move {
+                if i == 0 {
+                    poll_at_most(async { drop(r.lock_async().await) }, 1).await;
+                }
+                let mut g = r.lock_async().await;
+                let c = g.count();
+                *g += 1;
+                g.set_count(c + 1);
+                drop(g);
+                r.get();
+            }));
+        }
+        for t in threads {
+            t.join().unwrap();
+        }
+        future::block_on(async {
+            for t in tasks {
+                t.await.unwrap();
+            }
+        });
+        // From 1 (`new`): 2 threads x (+2 -1), 2 locking threads +1 each,
+        // 3 tasks +1 +1.
+        assert_eq!(r.count(), 1 + 2 + 2 + 6);
+        assert_eq!(*r.lock(), 5);
+    });
+}

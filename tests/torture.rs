@@ -250,8 +250,11 @@ fn torture_rwlock(secs: f64) -> (usize, bool) {
                             drop(r);
                         }
                         _ => {
-                            let _g = lock.blocking_read();
+                            let g = lock.blocking_read();
                             let _r = reading(&shadow);
+                            // A real read of the data, which ThreadSanitizer
+                            // checks against the writers' plain writes.
+                            std::hint::black_box(*g);
                             tally.reads.fetch_add(1, SeqCst);
                             hold(&mut rng);
                         }
@@ -351,8 +354,9 @@ fn torture_rwlock(secs: f64) -> (usize, bool) {
                             tally.reads.fetch_add(1, SeqCst);
                         }
                         _ => {
-                            let _g = lock.read().await;
+                            let g = lock.read().await;
                             let _r = reading(&shadow);
+                            std::hint::black_box(*g);
                             tally.reads.fetch_add(1, SeqCst);
                             hold(&mut rng);
                         }

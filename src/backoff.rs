@@ -188,14 +188,16 @@ pub(crate) fn spin(addr: usize, limit_ns: u32, mut probe: impl FnMut() -> Probe)
                 }
             }
         }
-        pause_ns(slot.delay_ns);
-        paused = true;
         let now = Instant::now();
-        if now.duration_since(start).as_nanos() >= limit_ns as u128
-            || now.duration_since(last_change).as_nanos() >= stall_ns
-        {
+        let quiet = now.duration_since(last_change).as_nanos();
+        if now.duration_since(start).as_nanos() >= limit_ns as u128 || quiet >= stall_ns {
             break Spin::GaveUp;
         }
+        // Never sleep past the point where the owner counts as stalled: a
+        // learned delay longer than the stall budget would turn every
+        // "probe only" spin into a full delay.
+        pause_ns((slot.delay_ns as u128).min(stall_ns - quiet) as u32);
+        paused = true;
     };
 
     let waited = start.elapsed().as_nanos().min(u32::MAX as u128) as u32;

@@ -473,3 +473,89 @@ fn reader_polled_while_licensed() {
         s.assert_idle();
     });
 }
+
+/// A queued future is polled again with a different waker (moved to
+/// another task) while the lock is released: the wakeup must reach the new
+/// waker. `block_on`'s waker unparks its thread; the first poll's waker
+/// does nothing, so a wakeup sent there leaves the thread parked forever,
+/// which loom reports as a deadlock.
+#[test]
+fn waker_change_on_repoll() {
+    let _g = handoff(false);
+    loom::model(|| {
+        let s = Shared::new();
+        blocking::lock(&s.lock, Write);
+        let t = {
+            let s = s.clone();
+            thread::spawn(move || {
+                let mut fut = pin!(Acquire::new(&s.lock, Write));
+                if poll_once(fut.as_mut()).is_pending() {
+                    loom::future::block_on(fut.as_mut());
+                }
+                s.data.with_mut(|d| unsafe { *d += 1 });
+                unsafe { s.lock.write_unlock() };
+            })
+        };
+        s.data.with_mut(|d| unsafe { *d += 1 });
+        unsafe { s.lock.write_unlock() };
+        t.join().unwrap();
+        assert_eq!(s.read(), 2);
+        s.assert_idle();
+    });
+}
+
+/// Writer starvation by readers (hazard 9): once a writer has queued
+/// behind a reader, a new reader may not join the read lock ahead of it.
+/// While the main thread holds its read lock the writer cannot leave the
+/// queue, so `WAITERS` seen before the newcomer's try stays set through it.
+#[test]
+fn a_queued_writer_blocks_new_readers() {
+    let _g = handoff(false);
+    loom::model(|| {
+        let s = Shared::new();
+        blocking::lock(&s.lock, Read);
+        let writer = {
+            let s = s.clone();
+            thread::spawn(move || s.write_add())
+        };
+        let newcomer = {
+            let s = s.clone();
+            thread::spawn(move || {
+                let before = s.lock.word();
+                let got = s.lock.try_acquire(Read);
+                assert!(!(got && crate::state::has_waiters(before)), "a reader passed a queued writer");
+                if got {
+                    unsafe { s.lock.read_unlock() };
+                }
+            })
+        };
+        newcomer.join().unwrap();
+        unsafe { s.lock.read_unlock() };
+        writer.join().unwrap();
+        assert_eq!(s.read(), 1);
+        s.assert_idle();
+    });
+}
+
+/// Reader overflow (hazard 13): with room for one reader, a second one
+/// queues (never wraps the count) and is let in by the first's release.
+#[test]
+fn reader_overflow_queues() {
+    let _g = handoff(false);
+    loom::model(|| {
+        let s = Arc::new(Shared { lock: RawRwLock::new(1), data: UnsafeCell::new(0) });
+        blocking::lock(&s.lock, Read);
+        let second = {
+            let s = s.clone();
+            thread::spawn(move || {
+                loom::future::block_on(Acquire::new(&s.lock, Read));
+                assert_eq!(crate::state::reader_count(s.lock.word()), 1, "two readers where one fits");
+                unsafe { s.lock.read_unlock() };
+            })
+        };
+        assert_eq!(crate::state::reader_count(s.lock.word()), 1);
+        unsafe { s.lock.read_unlock() };
+        second.join().unwrap();
+        s.assert_idle();
+    });
+}

@@ -12,7 +12,8 @@
 //! ```
 //!
 //! then SUCCESS or FAILURE. `HYBRID_SYNC_TORTURE_SECS` sets the length
-//! (default 8 s for the RwLock, half that for LockRef; minutes for a soak).
+//! (default 20 s for the RwLock, half that for LockRef, in every `.ci/run`
+//! mode; minutes for a soak).
 //!
 //! Built with `--cfg hybrid_sync_broken`, the library's writer fast path
 //! ignores readers, and the one test here checks that the torture catches
@@ -383,7 +384,7 @@ fn torture_rwlock(secs: f64) -> (usize, bool) {
 #[cfg(not(hybrid_sync_broken))]
 #[test]
 fn rwlock_torture() {
-    let (violations, exact) = torture_rwlock(secs(8.0));
+    let (violations, exact) = torture_rwlock(secs(20.0));
     assert_eq!(violations, 0, "mutual exclusion violated");
     assert!(exact, "lost update");
 }
@@ -408,7 +409,7 @@ fn lockref_torture() {
     let done = Arc::new(AtomicBool::new(false));
     let locked = Arc::new(AtomicU64::new(0));
     watchdog(shadow.clone(), done.clone(), || "LockRef torture stalled".into());
-    let deadline = Instant::now() + Duration::from_secs_f64(secs(8.0) / 2.0);
+    let deadline = Instant::now() + Duration::from_secs_f64(secs(20.0) / 2.0);
 
     fn step(r: &LockRef<u64>, shadow: &Shadow, locked: &AtomicU64, rng: &mut Rng) {
         shadow.acquisitions.fetch_add(1, SeqCst);

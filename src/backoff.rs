@@ -153,6 +153,18 @@ pub(crate) fn spin(addr: usize, limit_ns: u32, mut probe: impl FnMut() -> Probe)
     if slot.tag != tag {
         slot = Slot { tag, ..Slot::EMPTY };
     }
+    // The first poll needs no clock: many spins end there (the lock was
+    // free, or a handoff is pending), and reading the clock costs more than
+    // the poll.
+    let first = match probe() {
+        Probe::Acquired => {
+            slot.wait_ns = ewma(slot.wait_ns, 0);
+            SLOTS.with(|slots| slots[index].set(slot));
+            return Spin::Acquired;
+        }
+        Probe::Handoff => return Spin::Handoff,
+        held_or_lost => held_or_lost,
+    };
     // How long the word may stay unchanged before we conclude the owner is
     // not making progress: twice what this lock usually needs, or only a
     // probe once spinning on it has stopped paying.
@@ -167,8 +179,9 @@ pub(crate) fn spin(addr: usize, limit_ns: u32, mut probe: impl FnMut() -> Probe)
     let mut last_change = start;
     let mut last_word = None;
     let mut paused = false;
+    let mut polled = Some(first);
     let outcome = loop {
-        match probe() {
+        match polled.take().unwrap_or_else(&mut probe) {
             Probe::Acquired => break Spin::Acquired,
             Probe::Handoff => break Spin::Handoff,
             Probe::Lost => {

@@ -377,7 +377,7 @@ impl<L: Layout> RawRwLock<L> {
             let kind = head.kind;
             let free = head_may_take(kind, s, self.state.max_readers());
             // SAFETY: under the queue lock.
-            let due = FAIR || has_handoff(s) || self.head_is_due(q, &mut now) || unsafe { head.lost_wake() };
+            let due = FAIR || has_handoff(s) || unsafe { head.lost_wake() } || self.head_is_due(q, &mut now);
             if !free && (due || kind == Kind::Read || !is_write_locked(s)) {
                 // Its holder will release it and dispatch again; if the head
                 // has waited too long, that release must be a handoff. (A
@@ -555,6 +555,8 @@ impl<L: Layout> RawRwLock<L> {
         if SPIN && spin_limit_ns > 0 && self.spin(kind, spin_limit_ns) {
             return true;
         }
+        // SAFETY: our node, not linked (IDLE).
+        unsafe { node.stamp_wait_start() };
         let mut q = self.lock_queue();
         if self.take_or_announce(|s| may_barge(kind, s, self.state.max_readers(), FAIR).then(|| with_owner(kind, s))) {
             self.stats.event(Event::Barge);
@@ -605,6 +607,20 @@ impl<L: Layout> RawRwLock<L> {
     /// of readers. It never takes the token from a queue that has sleepers,
     /// so releases keep waking (or handing off to) the queue.
     fn spin(&self, kind: Kind, limit_ns: u32) -> bool {
+        // Whether spinning cannot win in state `s`: the queue owns the next
+        // turn (a pending handoff, or anyone queued under `fair`), or a
+        // reader faces queued waiters, which it never passes.
+        let futile = |s: u32| {
+            (has_handoff(s) && !config::spin_through_handoff())
+                || (FAIR && has_waiters(s))
+                || (kind == Kind::Read && has_waiters(s))
+        };
+        // Look before claiming a spinner slot (two more atomic operations
+        // on the queue word), so the common refusal costs one load.
+        if futile(self.state.load(Ordering::Relaxed)) {
+            self.stats.event(Event::SpinHandoff);
+            return false;
+        }
         if !self.queue().try_claim_spinner() {
             return false;
         }
@@ -612,12 +628,7 @@ impl<L: Layout> RawRwLock<L> {
         let mut token = false;
         let result = backoff::spin(self as *const Self as usize, limit_ns, || {
             let s = self.state.load(Ordering::Relaxed);
-            if (has_handoff(s) && !config::spin_through_handoff()) || (FAIR && has_waiters(s)) {
-                // The queue owns the next turn: spinning can only burn CPU.
-                return Probe::Handoff;
-            }
-            if kind == Kind::Read && has_waiters(s) {
-                // A reader never passes queued waiters: it cannot win here.
+            if futile(s) {
                 return Probe::Handoff;
             }
             if may_barge(kind, s, max, FAIR) {

@@ -232,6 +232,22 @@ impl Waiter {
         self.task.with_mut(|t| unsafe { (*t).take() })
     }
 
+    /// Records now as the start of the node's wait, unless it has queued
+    /// before (a node keeps its place in time across lost wakeups). Its
+    /// owner calls this before taking the queue lock, so the clock is not
+    /// read while others wait for that lock.
+    ///
+    /// # Safety
+    /// By the node's owner while the node is not linked (Invariant 3).
+    pub(crate) unsafe fn stamp_wait_start(&self) {
+        // SAFETY: the caller owns the node and it is not linked.
+        self.since.with_mut(|s| unsafe {
+            if (*s).is_none() {
+                *s = Some(Instant::now());
+            }
+        });
+    }
+
     /// How long the node has waited since it first queued.
     ///
     /// # Safety
@@ -551,8 +567,8 @@ impl QueueGuard<'_> {
         self.is_head(node) && unsafe { self.next(node) }.is_none()
     }
 
-    /// Appends `node` as `WAITING` with `task` to wake, stamping the time it
-    /// first queued.
+    /// Appends `node` as `WAITING` with `task` to wake. Its owner has
+    /// stamped the start of its wait ([`Waiter::stamp_wait_start`]).
     ///
     /// # Safety
     /// The node is pinned, not linked anywhere, owned by the caller, carries
@@ -560,13 +576,10 @@ impl QueueGuard<'_> {
     pub(crate) unsafe fn push_back(&mut self, node: &Waiter, task: Task) {
         debug_assert_eq!(node.key, self.key);
         let me = node as *const Waiter;
+        // SAFETY: under the queue lock (Invariant 3).
+        debug_assert!(node.since.with(|s| unsafe { (*s).is_some() }), "push_back of an unstamped node");
         // SAFETY: under the queue lock; the node is the caller's and unlinked.
         unsafe {
-            node.since.with_mut(|s| {
-                if (*s).is_none() {
-                    *s = Some(Instant::now());
-                }
-            });
             node.task.with_mut(|t| *t = Some(task));
             if let Some(first) = self.first.as_ref() {
                 let tail = first.links.with(|l| (*l).prev);

@@ -8,12 +8,17 @@
 //! reports, per kind of user,
 //!
 //! ```text
-//! Writes: Total: N Max/Min: a/b Fail: f   (STARVATION if max/2 > min)
+//! Writes: Total: N Max/Min: a/b Fail: f Gave up: g   (STARVATION if max/2 > min)
 //! ```
 //!
-//! then SUCCESS or FAILURE. `HYBRID_SYNC_TORTURE_SECS` sets the length
-//! (default 20 s for the RwLock, half that for LockRef, in every `.ci/run`
-//! mode; minutes for a soak).
+//! where `Fail` counts exclusion violations (a writer that found anyone
+//! inside, a reader that found a writer), which must be 0, and `Gave up`
+//! the attempts that ended without the lock by design (`try_*` refused, a
+//! timeout or `select!` won, a half-polled future dropped).
+//!
+//! then SUCCESS or FAILURE. `HYBRID_SYNC_TORTURE_SECS` sets the length of
+//! each (default 20 s for the RwLock and 20 s for LockRef, run side by side
+//! in every `.ci/run` mode; minutes for a soak).
 //!
 //! Built with `--cfg hybrid_sync_broken`, the library's writer fast path
 //! ignores readers, and the one test here checks that the torture catches
@@ -24,8 +29,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::SeqCst};
 use std::time::{Duration, Instant};
 
+// The broken build runs only the RwLock torture.
+#[cfg_attr(hybrid_sync_broken, allow(unused_imports))]
 use hybrid_sync::{LockRef, RwLock};
 
+#[cfg_attr(hybrid_sync_broken, allow(dead_code))]
 fn secs(default: f64) -> f64 {
     std::env::var("HYBRID_SYNC_TORTURE_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(default)
 }
@@ -46,8 +54,23 @@ impl Rng {
 struct Shadow {
     writers: AtomicUsize,
     readers: AtomicUsize,
-    violations: AtomicUsize,
+    /// Exclusion violations, by [user kind][write, read].
+    violations: [[AtomicUsize; 2]; 2],
     acquisitions: AtomicU64,
+}
+
+impl Shadow {
+    fn violations(&self) -> usize {
+        self.violations.iter().flatten().map(|v| v.load(SeqCst)).sum()
+    }
+}
+
+/// Which kind of user runs on this thread: the torture's own threads mark
+/// themselves, everything else (the runtime's workers) runs tasks.
+const TASK_USER: usize = 0;
+const THREAD_USER: usize = 1;
+std::thread_local! {
+    static USER: std::cell::Cell<usize> = const { std::cell::Cell::new(TASK_USER) };
 }
 
 /// Marks a section as a writer's or a reader's, checking who else is in;
@@ -65,7 +88,7 @@ impl<'a> Inside<'a> {
         let before = mine.fetch_add(1, SeqCst);
         // A writer needs the place to itself; a reader only no writer.
         if (write && before != 0) || others.load(SeqCst) != 0 {
-            shadow.violations.fetch_add(1, SeqCst);
+            shadow.violations[USER.with(|u| u.get())][usize::from(!write)].fetch_add(1, SeqCst);
         }
         shadow.acquisitions.fetch_add(1, SeqCst);
         Inside { shadow, write }
@@ -108,7 +131,7 @@ fn join_all(
 struct Tally {
     writes: AtomicU64,
     reads: AtomicU64,
-    fails: AtomicU64,
+    gave_up: AtomicU64,
 }
 
 /// The bookkeeping of one write: the shadow check (left when the returned
@@ -168,22 +191,25 @@ fn watchdog(shadow: Arc<Shadow>, done: Arc<AtomicBool>, describe: impl Fn() -> S
     });
 }
 
-/// Prints a locktorture report line per kind of user; returns whether any
-/// kind was starved (max/2 > min).
-fn report(kind: &str, tallies: &[Arc<Tally>]) -> bool {
+/// Prints a locktorture report line per kind of user (`user`: `TASK_USER`
+/// or `THREAD_USER`) and access; returns whether any was starved
+/// (max/2 > min).
+fn report(user: usize, tallies: &[Arc<Tally>], shadow: &Shadow) -> bool {
     if tallies.is_empty() {
         return false;
     }
+    let kind = if user == THREAD_USER { "threads" } else { "tasks" };
+    let gave_up: u64 = tallies.iter().map(|t| t.gave_up.load(SeqCst)).sum();
     let mut starved = false;
-    for (what, get) in [("Writes", 0), ("Reads", 1)] {
+    for (what, access) in [("Writes", 0), ("Reads", 1)] {
         let v: Vec<u64> =
-            tallies.iter().map(|t| if get == 0 { t.writes.load(SeqCst) } else { t.reads.load(SeqCst) }).collect();
+            tallies.iter().map(|t| if access == 0 { t.writes.load(SeqCst) } else { t.reads.load(SeqCst) }).collect();
         let (total, max, min) = (v.iter().sum::<u64>(), *v.iter().max().unwrap(), *v.iter().min().unwrap());
-        let fails: u64 = tallies.iter().map(|t| t.fails.load(SeqCst)).sum();
+        let fails = shadow.violations[user][access].load(SeqCst);
         let starving = max / 2 > min;
         starved |= starving;
         eprintln!(
-            "{kind:>7} {what}: Total: {total} Max/Min: {max}/{min} Fail: {fails}{}",
+            "{kind:>7} {what}: Total: {total} Max/Min: {max}/{min} Fail: {fails} Gave up: {gave_up}{}",
             if starving { " STARVATION" } else { "" }
         );
     }
@@ -212,6 +238,7 @@ fn torture_rwlock(secs: f64) -> (usize, bool) {
         .map(|(id, tally)| {
             let (lock, shadow, writes, tally) = (lock.clone(), shadow.clone(), writes.clone(), tally.clone());
             std::thread::spawn(move || {
+                USER.with(|u| u.set(THREAD_USER));
                 let mut rng = Rng(0x9E37_79B9 + id as u64);
                 while Instant::now() < deadline {
                     match rng.below(12) {
@@ -223,7 +250,7 @@ fn torture_rwlock(secs: f64) -> (usize, bool) {
                         3 => match lock.try_write() {
                             Ok(mut g) => drop(write(&mut g, &shadow, &writes, &tally)),
                             Err(_) => {
-                                tally.fails.fetch_add(1, SeqCst);
+                                tally.gave_up.fetch_add(1, SeqCst);
                             }
                         },
                         4 => {
@@ -289,7 +316,7 @@ fn torture_rwlock(secs: f64) -> (usize, bool) {
                             match tokio::time::timeout(t, lock.write()).await {
                                 Ok(mut g) => drop(write(&mut g, &shadow, &writes, &tally)),
                                 Err(_) => {
-                                    tally.fails.fetch_add(1, SeqCst);
+                                    tally.gave_up.fetch_add(1, SeqCst);
                                 }
                             }
                         }
@@ -303,7 +330,7 @@ fn torture_rwlock(secs: f64) -> (usize, bool) {
                                     drop(g);
                                 }
                                 _ = tokio::task::yield_now() => {
-                                    tally.fails.fetch_add(1, SeqCst);
+                                    tally.gave_up.fetch_add(1, SeqCst);
                                 }
                             }
                         }
@@ -314,7 +341,7 @@ fn torture_rwlock(secs: f64) -> (usize, bool) {
                             match futures::FutureExt::now_or_never(&mut fut) {
                                 Some(mut g) => drop(write(&mut g, &shadow, &writes, &tally)),
                                 None => {
-                                    tally.fails.fetch_add(1, SeqCst);
+                                    tally.gave_up.fetch_add(1, SeqCst);
                                 }
                             }
                         }
@@ -369,9 +396,9 @@ fn torture_rwlock(secs: f64) -> (usize, bool) {
     join_all(&rt, tasks, threads);
     done.store(true, SeqCst);
 
-    report("threads", &thread_tallies);
-    report("tasks", &task_tallies);
-    let violations = shadow.violations.load(SeqCst);
+    report(THREAD_USER, &thread_tallies, &shadow);
+    report(TASK_USER, &task_tallies, &shadow);
+    let violations = shadow.violations();
     let exact = lock.try_read().is_ok_and(|v| *v == writes.load(SeqCst));
     eprintln!(
         "rwlock torture ({secs:.0} s, {} acquisitions): {}",
@@ -409,7 +436,7 @@ fn lockref_torture() {
     let done = Arc::new(AtomicBool::new(false));
     let locked = Arc::new(AtomicU64::new(0));
     watchdog(shadow.clone(), done.clone(), || "LockRef torture stalled".into());
-    let deadline = Instant::now() + Duration::from_secs_f64(secs(20.0) / 2.0);
+    let deadline = Instant::now() + Duration::from_secs_f64(secs(20.0));
 
     fn step(r: &LockRef<u64>, shadow: &Shadow, locked: &AtomicU64, rng: &mut Rng) {
         shadow.acquisitions.fetch_add(1, SeqCst);
@@ -492,7 +519,7 @@ fn lockref_torture() {
         .collect();
     join_all(&rt, tasks, threads);
     done.store(true, SeqCst);
-    let violations = shadow.violations.load(SeqCst);
+    let violations = shadow.violations();
     let ok = violations == 0 && r.count() == 1 && *r.lock() == locked.load(SeqCst);
     eprintln!(
         "lockref torture: {} operations, {} locked sections, count {}: {}",
@@ -546,6 +573,6 @@ fn mutex_count_is_exact_under_oversubscription() {
         .collect();
     join_all(&rt, tasks, threads);
     done.store(true, SeqCst);
-    assert_eq!(shadow.violations.load(SeqCst), 0);
+    assert_eq!(shadow.violations(), 0);
     assert_eq!(*m.try_lock().unwrap(), 16 * per + 64 * (per / 4));
 }

@@ -93,22 +93,18 @@ fn uncontended(c: &mut Criterion) {
     group.throughput(Throughput::Elements(1));
     macro_rules! each {
         ($p:ident) => {{
-            group.bench_function(BenchmarkId::new("read", $p::NAME), |b| {
-                let lock = $p::new(0);
-                b.iter_custom(|iters| {
-                    let start = Instant::now();
-                    lock.uncontended_read(&rt, iters);
-                    start.elapsed()
-                })
-            });
-            group.bench_function(BenchmarkId::new("write", $p::NAME), |b| {
-                let lock = $p::new(0);
-                b.iter_custom(|iters| {
-                    let start = Instant::now();
-                    lock.uncontended_write(&rt, iters);
-                    start.elapsed()
-                })
-            });
+            let runs: [(&str, fn(&$p, &tokio::runtime::Runtime, u64)); 2] =
+                [("read", $p::uncontended_read), ("write", $p::uncontended_write)];
+            for (what, run) in runs {
+                group.bench_function(BenchmarkId::new(what, $p::NAME), |b| {
+                    let lock = $p::new(0);
+                    b.iter_custom(|iters| {
+                        let start = Instant::now();
+                        run(&lock, &rt, iters);
+                        start.elapsed()
+                    })
+                });
+            }
         }};
     }
     for_each_rwlock!(P => each!(P));

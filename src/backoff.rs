@@ -133,6 +133,19 @@ fn pause_cost_x16() -> u32 {
     }
 }
 
+/// Pauses for about `ns` nanoseconds without touching shared memory; under
+/// the model checkers, one yield to the other threads instead.
+#[inline]
+pub(crate) fn relax_ns(ns: u32) {
+    #[cfg(not(any(hybrid_sync_loom, hybrid_sync_shuttle)))]
+    pause_ns(ns);
+    #[cfg(any(hybrid_sync_loom, hybrid_sync_shuttle))]
+    {
+        let _ = ns;
+        crate::loom::spin_loop();
+    }
+}
+
 /// Pauses for about `ns` nanoseconds without touching shared memory.
 #[inline]
 fn pause_ns(ns: u32) {

@@ -9,7 +9,7 @@ use core::ops::{Deref, DerefMut};
 use core::ptr::NonNull;
 
 use crate::acquire::future::Acquire;
-use crate::config::FAIR;
+use crate::config::{FAIR, LOCKREF_BACKOFF_MAX_NS, LOCKREF_BACKOFF_MIN_NS};
 use crate::error::TryLockError;
 use crate::layout::{COUNT_SHIFT, Counted, count_half, lock_half};
 use crate::loom::{Ordering, fence};
@@ -31,15 +31,6 @@ const _: () = assert!(ONE == 1 << 32);
 /// How many compare-and-swaps a lockless update tries before it takes the
 /// lock instead: the kernel's `CMPXCHG_LOOP` limit.
 const CMPXCHG_LOOPS: u32 = 100;
-
-/// After its `n`th failed compare-and-swap in a row, a lockless update
-/// pauses `2^min(n, BACKOFF_SHIFT)` spin-loop hints before it reads the word
-/// again. The kernel's loop retries at once (some architectures' relax
-/// instruction yields to the hypervisor); here, on 2 cores with 2 threads
-/// doing get+put, the pause let one side finish a few updates while it owns
-/// the cache line instead of both losing it on every try: 85-87 M pairs/s
-/// against 57-59 M without, A/B in alternating runs.
-const BACKOFF_SHIFT: u32 = 4;
 
 /// A reference count and a lock packed in one 64-bit atomic word, guarding a
 /// value: the Linux kernel's `lockref` for threads and tasks.
@@ -244,9 +235,9 @@ impl<T: ?Sized> LockRef<T> {
                 Ok(_) => return Lockless::Done(count),
                 Err(_) => {
                     fails += 1;
-                    for _ in 0..1u32 << fails.min(BACKOFF_SHIFT) {
-                        crate::loom::spin_loop();
-                    }
+                    // Another updater owns the line: let it finish a run of
+                    // updates before pulling the line back (see the constants).
+                    crate::backoff::relax_ns((LOCKREF_BACKOFF_MIN_NS << (fails - 1).min(8)).min(LOCKREF_BACKOFF_MAX_NS));
                     // Relaxed: as above; after the pause, the word as it is now.
                     w = word.load(Ordering::Relaxed);
                 }

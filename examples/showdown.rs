@@ -39,7 +39,9 @@
 //! * **seed 003** (spinners under handoff): 32 threads with the handoff
 //!   timeout forced to 50 us, with spinners leaving at once when the handoff
 //!   bit is set (the default) and, as a test-only broken variant, spinning
-//!   on: CPU time per operation.
+//!   on: CPU time per operation, and the time spinners spent polling while
+//!   a handoff was pending (measured inside the lock by a test-only switch),
+//!   per acquisition.
 //! * **seed 004** (optimistic spinning at scale): 10, 100 and 1000 threads
 //!   against a lock that never spins (a plain futex-style parking lock), and
 //!   10, 100 and 1000 tasks.
@@ -323,6 +325,30 @@ fn print_table(title: &str, rows: &[Row]) {
         );
     }
     rows.iter().for_each(print_tail);
+}
+
+/// Seed 003's figure beside its table: CPU time spinners spent polling a
+/// lock whose handoff bit was set, per acquisition.
+fn print_handoff_spin(rows: &[(&str, f64)]) {
+    record(
+        "seed 003: spin time under a pending handoff, per acquisition",
+        "ns/op",
+        false,
+        rows.iter()
+            .map(|(name, ns)| report::Record {
+                name: name.to_string(),
+                value: *ns,
+                cpu_ns_per_op: None,
+                p50_ns: None,
+                p99_ns: None,
+                max_ns: None,
+            })
+            .collect(),
+    );
+    println!("   spin time while a handoff was pending (summed over spinners), per acquisition:");
+    for (name, ns) in rows {
+        println!("   {name:<16} {ns:>9.1} ns/op");
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -1088,23 +1114,38 @@ fn main() {
     let title003 =
         "seed 003: 32 threads, handoff timeout 50 us: CPU per op with spinners leaving on handoff or not (Mutex)";
     if opts.workload(title003) {
+        // Spin time under a pending handoff, per run, keyed by the run's
+        // contender and op count (the median round keeps both).
+        let mut burnt: Vec<(&'static str, u64, Duration)> = Vec::new();
         let rows = median_rounds(seed_rounds, &mut || {
-            hybrid_sync::__testing::set_handoff_timeout(Some(Duration::from_micros(50)));
+            use hybrid_sync::__testing as t;
+            t::set_handoff_timeout(Some(Duration::from_micros(50)));
+            t::measure_handoff_spin(true);
             progress("seed 003 hybrid-sync");
-            let mut rows = vec![threads::<peers::HybridMutex>(32, seed_dur)];
+            let _ = t::take_handoff_spin();
+            let fixed = threads::<peers::HybridMutex>(32, seed_dur);
+            burnt.push((fixed.name, fixed.ops, t::take_handoff_spin()));
             progress("seed 003 spinning through handoff");
-            hybrid_sync::__testing::set_spin_through_handoff(true);
+            t::set_spin_through_handoff(true);
             let mut broken = threads::<peers::HybridMutex>(32, seed_dur);
-            hybrid_sync::__testing::set_spin_through_handoff(false);
+            t::set_spin_through_handoff(false);
             broken.name = "spins on (bug)";
-            rows.push(broken);
-            hybrid_sync::__testing::set_handoff_timeout(handoff_override);
+            burnt.push((broken.name, broken.ops, t::take_handoff_spin()));
+            t::measure_handoff_spin(false);
+            t::set_handoff_timeout(handoff_override);
             progress("seed 003 parking_lot");
-            rows.push(threads::<peers::ParkingLotMutex>(32, seed_dur));
-            rows
+            vec![fixed, broken, threads::<peers::ParkingLotMutex>(32, seed_dur)]
         });
         eprint!("\r\x1b[2K");
         print_table(title003, &rows);
+        let spin_rows: Vec<(&str, f64)> = rows
+            .iter()
+            .filter_map(|r| {
+                let (_, _, d) = burnt.iter().find(|(name, ops, _)| *name == r.name && *ops == r.ops)?;
+                Some((r.name, d.as_nanos() as f64 / r.ops.max(1) as f64))
+            })
+            .collect();
+        print_handoff_spin(&spin_rows);
     }
 
     for n in [10, 100, 1000] {

@@ -137,6 +137,8 @@ pub(crate) const MAX_READERS: u32 = crate::state::MAX_READERS;
 static HANDOFF_OVERRIDE_NS: AtomicU64 = AtomicU64::new(u64::MAX);
 static PER_ADDRESS_BACKOFF: AtomicBool = AtomicBool::new(true);
 static SPIN_THROUGH_HANDOFF: AtomicBool = AtomicBool::new(false);
+static MEASURE_HANDOFF_SPIN: AtomicBool = AtomicBool::new(false);
+static HANDOFF_SPIN_NS: AtomicU64 = AtomicU64::new(0);
 
 /// The effective handoff timeout, in nanoseconds.
 #[inline]
@@ -167,6 +169,19 @@ pub(crate) fn per_address_backoff() -> bool {
 #[inline]
 pub(crate) fn spin_through_handoff() -> bool {
     SPIN_THROUGH_HANDOFF.load(Ordering::Relaxed)
+}
+
+/// Whether spinners account the time they spin while `HANDOFF` is set
+/// (seed 003's figure), switched on by
+/// [`testing::measure_handoff_spin`]. Read only on a poll that saw the bit.
+#[inline]
+pub(crate) fn measuring_handoff_spin() -> bool {
+    MEASURE_HANDOFF_SPIN.load(Ordering::Relaxed)
+}
+
+/// Adds one spin's time under a pending handoff to the process-wide total.
+pub(crate) fn add_handoff_spin(ns: u64) {
+    HANDOFF_SPIN_NS.fetch_add(ns, Ordering::Relaxed);
 }
 
 /// The settings this build of hybrid-sync runs with, as returned by
@@ -250,6 +265,22 @@ pub mod testing {
     /// for production: the spinners can only burn CPU.
     pub fn set_spin_through_handoff(on: bool) {
         SPIN_THROUGH_HANDOFF.store(on, Ordering::Relaxed);
+    }
+
+    /// Makes spinners measure the time they spend polling while a handoff
+    /// is pending (from a poll that saw the handoff bit to the next poll or
+    /// the end of the spin), summed over all locks and threads into the
+    /// total that [`take_handoff_spin`] returns. Seed 003's figure: CPU
+    /// burnt by spinners that cannot win. Off by default (costs two clock
+    /// reads per such poll).
+    pub fn measure_handoff_spin(on: bool) {
+        MEASURE_HANDOFF_SPIN.store(on, Ordering::Relaxed);
+    }
+
+    /// The time spinners spent polling under a pending handoff since the
+    /// last call (see [`measure_handoff_spin`]), and resets it.
+    pub fn take_handoff_spin() -> Duration {
+        Duration::from_nanos(HANDOFF_SPIN_NS.swap(0, Ordering::Relaxed))
     }
 
     /// Which of the shared wait queues a [`LockRef`](crate::LockRef) at

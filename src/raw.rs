@@ -626,8 +626,18 @@ impl<L: Layout> RawRwLock<L> {
         }
         let max = self.state.max_readers();
         let mut token = false;
+        // Seed 003's measurement, when switched on: time spent between a
+        // poll that saw a pending handoff and the next poll (or the end).
+        let mut handoff_seen: Option<Instant> = None;
+        let mut handoff_ns = 0u64;
         let result = backoff::spin(self as *const Self as usize, limit_ns, || {
             let s = self.state.load(Ordering::Relaxed);
+            if let Some(seen) = handoff_seen.take() {
+                handoff_ns += seen.elapsed().as_nanos() as u64;
+            }
+            if has_handoff(s) && config::measuring_handoff_spin() {
+                handoff_seen = Some(Instant::now());
+            }
             if futile(s) {
                 return Probe::Handoff;
             }
@@ -650,6 +660,12 @@ impl<L: Layout> RawRwLock<L> {
             }
             Probe::Held(s)
         });
+        if let Some(seen) = handoff_seen {
+            handoff_ns += seen.elapsed().as_nanos() as u64;
+        }
+        if handoff_ns > 0 {
+            config::add_handoff_spin(handoff_ns);
+        }
         if token {
             self.drop_token();
         }

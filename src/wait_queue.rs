@@ -41,6 +41,7 @@
 //! 4. Wakers and unparks run after the queue lock is released ([`WakeList`]).
 
 use core::marker::PhantomPinned;
+use core::mem::MaybeUninit;
 use core::ptr;
 use core::task::Waker;
 use std::time::Instant;
@@ -767,14 +768,20 @@ impl Drop for QueueGuard<'_> {
 }
 
 /// Tasks to wake once the queue lock is released (Invariant 4).
+///
+/// The slots are uninitialized until pushed (tokio's `WakeList` does the
+/// same): a release that wakes one task then writes one slot instead of
+/// clearing all of them first (a 768-byte `memset` on every contended
+/// release, 2% of the hold-across-`.await` profile).
 pub(crate) struct WakeList {
-    tasks: [Option<Task>; WAKE_BATCH],
+    /// `tasks[..len]` are initialized and owned by the list.
+    tasks: [MaybeUninit<Task>; WAKE_BATCH],
     len: usize,
 }
 
 impl WakeList {
     pub(crate) const fn new() -> Self {
-        WakeList { tasks: [const { None }; WAKE_BATCH], len: 0 }
+        WakeList { tasks: [const { MaybeUninit::uninit() }; WAKE_BATCH], len: 0 }
     }
 
     /// How many more tasks fit.
@@ -783,21 +790,53 @@ impl WakeList {
         WAKE_BATCH - self.len
     }
 
+    /// Adds a task. Panics (index out of bounds) if the list is full:
+    /// callers check [`room`](Self::room).
     #[inline]
     pub(crate) fn push(&mut self, task: Task) {
-        debug_assert!(self.room() > 0);
-        self.tasks[self.len] = Some(task);
+        self.tasks[self.len].write(task);
         self.len += 1;
     }
 
-    /// Wakes everything collected so far.
+    /// Wakes everything collected so far, in the order it was pushed.
     pub(crate) fn wake_all(&mut self) {
-        for slot in &mut self.tasks[..self.len] {
-            if let Some(task) = slot.take() {
-                task.wake();
-            }
+        // The list gives up its tasks before the first wake, so that a
+        // panicking waker cannot make it read a slot twice; `Rest` wakes
+        // whatever a panicking waker left behind (tokio's `WakeList` guard).
+        let len = core::mem::replace(&mut self.len, 0);
+        let mut rest = Rest { tasks: &mut self.tasks[..len], next: 0 };
+        while rest.next < rest.tasks.len() {
+            let task = rest.take_next();
+            task.wake();
         }
-        self.len = 0;
+    }
+}
+
+/// The not yet woken part of a [`WakeList`] being woken.
+struct Rest<'a> {
+    /// Initialized slots, owned: `tasks[next..]` are still to be read.
+    tasks: &'a mut [MaybeUninit<Task>],
+    next: usize,
+}
+
+impl Rest<'_> {
+    #[inline]
+    fn take_next(&mut self) -> Task {
+        let slot = &self.tasks[self.next];
+        self.next += 1;
+        // SAFETY: `slot` is below the list's former `len`, so `push` wrote
+        // it, and `next` moved past it before this read, so nothing reads
+        // it again (the list's `len` is already 0).
+        unsafe { slot.assume_init_read() }
+    }
+}
+
+impl Drop for Rest<'_> {
+    fn drop(&mut self) {
+        // Only reached with tasks left after a waker panicked.
+        while self.next < self.tasks.len() {
+            self.take_next().wake();
+        }
     }
 }
 

@@ -1156,7 +1156,9 @@ fn main() {
                 ($p:ty) => {
                     if opts.peer(<$p>::NAME) {
                         progress(&format!("seed 004 {n} threads {}", <$p>::NAME));
+                        let _ = hybrid_sync::stats::snapshot(true);
                         rows.push(threads::<$p>(n, seed_dur));
+                        print_stats(&opts, <$p>::NAME);
                     }
                 };
             }
@@ -1172,7 +1174,9 @@ fn main() {
             for_each_mutex!(P => {
                 if opts.peer(P::NAME) && P::NAME != "std" {
                     progress(&format!("seed 004 {n} tasks {}", P::NAME));
+                    let _ = hybrid_sync::stats::snapshot(true);
                     rows.push(mixed::<P>(0, n, seed_dur));
+                    print_stats(&opts, P::NAME);
                 }
             });
             rows

@@ -42,12 +42,16 @@
 //! the microseconds a wakeup takes, and a release does not hand it to a task
 //! that is still waiting in a run queue. The handoff bit keeps that fair
 //! enough: a waiter is passed over for at most about the handoff timeout
-//! (1 ms by default). A woken thread that cannot even get a CPU to claim its
-//! turn (the threads barging past it keep them busy) has it claimed for it
-//! by a barger. Handoffs on one lock are spaced at least a handoff gap
-//! (an eighth of the timeout) apart, as parking_lot spaces out its fair
-//! unlocks: with hundreds of overdue waiters the lock keeps running at
-//! barging speed, and the k-th of them waits about the timeout plus k gaps.
+//! (1 ms by default). A parked thread whose turn has come is woken to
+//! claim it rather than handed the lock in its sleep, so the lock keeps
+//! working during the wakeup; a woken thread that cannot even get a CPU to
+//! claim its turn (the threads barging past it keep them busy) has it
+//! claimed for it by a barger. Handoffs on one lock are spaced apart (an
+//! eighth of the timeout after a grant to a sleeper, a 32nd after a turn
+//! claimed by a waiter that was awake for it), as parking_lot spaces out
+//! its fair unlocks: with hundreds of overdue waiters the lock keeps
+//! running at barging speed, and the k-th of them waits about the timeout
+//! plus k gaps.
 //! Under `fair`, every release that finds waiters hands the lock over
 //! instead, in strict FIFO order, as tokio does.
 //!

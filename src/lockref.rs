@@ -237,7 +237,9 @@ impl<T: ?Sized> LockRef<T> {
                     fails += 1;
                     // Another updater owns the line: let it finish a run of
                     // updates before pulling the line back (see the constants).
-                    crate::backoff::relax_ns((LOCKREF_BACKOFF_MIN_NS << (fails - 1).min(8)).min(LOCKREF_BACKOFF_MAX_NS));
+                    crate::backoff::relax_ns(
+                        (LOCKREF_BACKOFF_MIN_NS << (fails - 1).min(8)).min(LOCKREF_BACKOFF_MAX_NS),
+                    );
                     // Relaxed: as above; after the pause, the word as it is now.
                     w = word.load(Ordering::Relaxed);
                 }

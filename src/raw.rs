@@ -27,7 +27,8 @@
 //!            to compete; it spins and takes the lock the moment it is free,
 //!            or waits again (a thread keeps the token and naps, a task gives
 //!            it back). Once its wait passes the handoff timeout it sets
-//!            HANDOFF and the next release grants the lock to it.
+//!            HANDOFF and the next release grants the lock to it (a thread
+//!            stays awake for that grant for up to one spin budget).
 //! ```
 //!
 //! # Release and dispatch
@@ -37,14 +38,20 @@
 //! made room under `max_readers`), it takes the queue lock and runs
 //! [`RawRwLock::dispatch`]:
 //!
-//! * the head is due (waited past the handoff timeout, or `HANDOFF` is set,
-//!   or `fair`, or it is a task that was woken and lost the lock to bargers
-//!   twice in a row: waking it again would only repeat that, a wasted poll
-//!   per release when holders keep the lock across `.await`) and can take
-//!   the lock: grant it (a writer, or the run of
-//!   readers at the head); the next head is not due again before a handoff
-//!   gap (an eighth of the timeout) has passed, so handoffs stay spaced out
-//!   however many waiters are overdue;
+//! * the head is a parked writer thread that is due only by the clock (it
+//!   waited past the handoff timeout): wake it with the `WOKEN` token, as
+//!   below, and let it claim its turn once it runs: it takes the lock if it
+//!   can, else sets `HANDOFF` itself and stays awake for the grant. Bargers
+//!   use the lock while it wakes up ([`RawRwLock::claims_own_turn`]);
+//! * the head is otherwise due (`HANDOFF` is set, or `fair`, or a task head
+//!   waited past the timeout, or it is a task that was woken and lost the
+//!   lock to bargers twice in a row: waking it again would only repeat that,
+//!   a wasted poll per release when holders keep the lock across `.await`)
+//!   and can take the lock: grant it (a writer, or the run of readers at
+//!   the head). After a handoff, granted or claimed, the next head is not
+//!   due again before a gap (an eighth of the timeout after a grant, a 32nd
+//!   after a claim) has passed, so handoffs stay spaced out however many
+//!   waiters are overdue;
 //! * the head is due but the lock is held: set `HANDOFF`, so that the
 //!   holder's release grants it and nobody else, not even a spinner, can
 //!   take the lock meanwhile;
@@ -237,11 +244,22 @@ impl<L: Layout> RawRwLock<L> {
     fn audit_head(&self) {
         let q = self.lock_queue();
         let Some(head) = q.head() else { return };
+        let mut s = self.state.load(Ordering::Relaxed);
+        // A head that claims its own turn (see `claims_own_turn`) is woken
+        // by the next release; one that was woken to do so gets a handoff
+        // gap to come and claim it before bargers force the handoff for it.
         // SAFETY: under the queue lock.
-        if !unsafe { head.waited_at_least(Instant::now(), config::handoff_timeout_ns()) } {
+        let grace = if unsafe { self.claims_own_turn(s, head, false) } {
+            return;
+        } else if !FAIR && head.kind == Kind::Write && head.state_relaxed() == RETRY {
+            config::handoff_gap_ns()
+        } else {
+            0
+        };
+        // SAFETY: under the queue lock.
+        if !unsafe { head.waited_at_least(Instant::now(), config::handoff_timeout_ns() + grace) } {
             return;
         }
-        let mut s = self.state.load(Ordering::Relaxed);
         while !has_handoff(s) {
             // Relaxed: as in `request_handoff`.
             match self.state.compare_exchange(s, s | HANDOFF, Ordering::Relaxed, Ordering::Relaxed) {
@@ -377,7 +395,14 @@ impl<L: Layout> RawRwLock<L> {
             let kind = head.kind;
             let free = head_may_take(kind, s, self.state.max_readers());
             // SAFETY: under the queue lock.
-            let due = FAIR || has_handoff(s) || unsafe { head.lost_wake() } || self.head_is_due(q, &mut now);
+            let lost = unsafe { head.lost_wake() };
+            let mut due = FAIR || has_handoff(s) || lost || self.head_is_due(q, &mut now);
+            // SAFETY: under the queue lock.
+            if due && unsafe { self.claims_own_turn(s, head, lost) } {
+                // Woken below (it takes the token); once it runs it claims
+                // its turn itself, setting HANDOFF while it is awake.
+                due = false;
+            }
             if !free && (due || kind == Kind::Read || !is_write_locked(s)) {
                 // Its holder will release it and dispatch again; if the head
                 // has waited too long, that release must be a handoff. (A
@@ -502,6 +527,37 @@ impl<L: Layout> RawRwLock<L> {
                 Err(actual) => s = actual,
             }
         }
+    }
+
+    /// Whether a head that is due only by the clock should be woken to claim
+    /// its turn itself rather than be handed the lock (or `HANDOFF` be set
+    /// for it) while it sleeps.
+    ///
+    /// A lock handed to a parked thread sits unused until that thread is
+    /// back on a CPU: a futex wakeup, tens of microseconds on a VM whose
+    /// idle vCPU must be woken too, during which every other contender
+    /// queues. With hundreds of overdue waiters on two cores that idle time
+    /// was a third of the run (32 threads: 11.5 M ops/s at the 1 ms
+    /// timeout against 14.1 M with `handoff-4ms`). Woken with the `WOKEN`
+    /// token instead, the head competes for the lock as soon as it runs,
+    /// and if it still loses it sets `HANDOFF` itself (`retry_queued`), so
+    /// the release that follows hands the lock to a thread that is awake.
+    /// Bargers keep the lock busy meanwhile; the head's wait grows by one
+    /// wakeup. Threads only: a task is woken by its executor whenever that
+    /// gets to it, so a task head is granted the lock as before; under
+    /// `fair`, after lost wakeups, or with `HANDOFF` already set (whoever
+    /// set it is owed the grant), as before too.
+    ///
+    /// # Safety
+    /// Under the queue lock; `head` is the head of `q`.
+    unsafe fn claims_own_turn(&self, s: u32, head: &Waiter, lost: bool) -> bool {
+        !FAIR
+            && !lost
+            && !has_handoff(s)
+            && !has_woken(s)
+            && head.kind == Kind::Write
+            // SAFETY: forwarded.
+            && unsafe { head.sleeping_thread() }
     }
 
     /// Whether the head has waited past the handoff timeout.
@@ -749,6 +805,8 @@ impl<L: Layout> RawRwLock<L> {
                 match self.state.compare_exchange_weak(s, new, Ordering::Acquire, Ordering::Relaxed) {
                     Ok(_) => {
                         self.stats.event(Event::RetryWon);
+                        // SAFETY: our node is linked in `q`, under its lock.
+                        unsafe { self.space_handoffs(&q, node, &mut now) };
                         // SAFETY: our node is linked in `q`.
                         let stale = unsafe { q.remove_acquired(node) };
                         // Readers queued behind a reader may share the lock.
@@ -901,6 +959,8 @@ impl<L: Layout> RawRwLock<L> {
         self.stats.event(Event::RetryWon);
         let mut q = self.lock_queue();
         let was_head = q.is_head(node);
+        // SAFETY: our node is linked in `q`, under its lock.
+        unsafe { self.space_handoffs(&q, node, &mut None) };
         // SAFETY: our node is linked in `q`.
         let stale = unsafe { q.remove_acquired(node) };
         // Relaxed: flag maintenance under the queue lock. HANDOFF, if set,
@@ -914,6 +974,29 @@ impl<L: Layout> RawRwLock<L> {
         drop(q);
         drop(stale);
         true
+    }
+
+    /// The head `node` took the lock itself (woken to claim its turn, see
+    /// `claims_own_turn`): if it had waited past the timeout, that was a
+    /// handoff, and the next head is not due before a handoff gap from now,
+    /// as after a grant (see `dispatch`). Without this, a queue of overdue
+    /// sleepers passes the lock from one to the next by handoffs alone.
+    ///
+    /// # Safety
+    /// Under the queue lock `q`; `node` is linked in it.
+    unsafe fn space_handoffs(&self, q: &QueueGuard<'_>, node: &Waiter, now: &mut Option<Instant>) {
+        if FAIR || !q.is_head(node) {
+            return;
+        }
+        let now = *now.get_or_insert_with(Instant::now);
+        // SAFETY: under the queue lock; `node` and what follows it are linked.
+        unsafe {
+            if node.waited_at_least(now, config::handoff_timeout_ns()) {
+                if let Some(next) = q.next(node) {
+                    next.defer_due(now, config::claim_gap_ns(), config::handoff_timeout_ns());
+                }
+            }
+        }
     }
 
     /// How long until `node` (the head) is due for a handoff.
@@ -1143,8 +1226,25 @@ impl<L: Layout> RawRwLock<L> {
                 RETRY if self.take_woken(node, config::SPIN_LIMIT_BLOCKING_NS) => return true,
                 RETRY => match self.retry_queued(node, None, config::RETAIN_TOKEN, thread) {
                     Retry::Acquired => return true,
-                    Retry::Waiting | Retry::Licensed => nap = config::RECHECK_MIN,
+                    Retry::Waiting => {
+                        nap = config::RECHECK_MIN;
+                        // Awake and owed a handoff (we just claimed it): the
+                        // holder's release grants us the lock within one
+                        // critical section, so wait for it awake rather
+                        // than make the lock wait for our wakeup.
+                        if has_handoff(self.state.load(Ordering::Relaxed)) {
+                            self.await_grant(node);
+                        }
+                    }
+                    Retry::Licensed => nap = config::RECHECK_MIN,
                     Retry::Retained { due_in } => {
+                        // About to be due: stay awake for it (a timed sleep
+                        // wakes up to a timer slack late, 50 us by default),
+                        // giving the CPU to anyone runnable meanwhile.
+                        if due_in < config::RECHECK_MAX {
+                            crate::loom::yield_now();
+                            continue;
+                        }
                         // Sleep through the barging, looking again at growing
                         // intervals; never past the point where we are due
                         // (or out of time).
@@ -1156,6 +1256,21 @@ impl<L: Layout> RawRwLock<L> {
                 other => unreachable!("blocked node in state {other}"),
             }
         }
+    }
+
+    /// Polls a queued node's state for up to one blocking spin budget, so a
+    /// grant that comes soon finds its thread awake. The caller then looks
+    /// at the state again (and parks if nothing came).
+    fn await_grant(&self, node: &Waiter) {
+        #[cfg(not(any(hybrid_sync_loom, hybrid_sync_shuttle)))]
+        {
+            let start = Instant::now();
+            while node.state() == WAITING && start.elapsed().as_nanos() < u128::from(config::SPIN_LIMIT_BLOCKING_NS) {
+                backoff::relax_ns(config::DELAY_MIN_NS * 4);
+            }
+        }
+        #[cfg(any(hybrid_sync_loom, hybrid_sync_shuttle))]
+        let _ = node;
     }
 
     /// Releases the write lock and hands it straight to the head of the

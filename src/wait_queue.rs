@@ -226,6 +226,17 @@ impl Waiter {
         self.task.with_mut(|t| unsafe { (*t).replace(task) })
     }
 
+    /// Whether the node is a parked thread, waiting to be told (`WAITING`
+    /// with a thread to unpark): asleep, or about to be.
+    ///
+    /// # Safety
+    /// Under the queue lock.
+    pub(crate) unsafe fn sleeping_thread(&self) -> bool {
+        self.state_relaxed() == WAITING
+            // SAFETY: the caller holds the queue lock (Invariant 3).
+            && self.task.with(|t| matches!(unsafe { &*t }, Some(Task::Thread(_))))
+    }
+
     /// # Safety
     /// Under the queue lock.
     unsafe fn take_task(&self) -> Option<Task> {

@@ -249,7 +249,7 @@ impl<L: Layout> RawRwLock<L> {
         // by the next release; one that was woken to do so gets a handoff
         // gap to come and claim it before bargers force the handoff for it.
         // SAFETY: under the queue lock.
-        let grace = if unsafe { self.claims_own_turn(s, head, false) } {
+        let grace = if unsafe { self.claims_own_turn(s, head) } {
             return;
         } else if !FAIR && head.kind == Kind::Write && head.state_relaxed() == RETRY {
             config::handoff_gap_ns()
@@ -398,7 +398,7 @@ impl<L: Layout> RawRwLock<L> {
             let lost = unsafe { head.lost_wake() };
             let mut due = FAIR || has_handoff(s) || lost || self.head_is_due(q, &mut now);
             // SAFETY: under the queue lock.
-            if due && unsafe { self.claims_own_turn(s, head, lost) } {
+            if due && unsafe { self.claims_own_turn(s, head) } {
                 // Woken below (it takes the token); once it runs it claims
                 // its turn itself, setting HANDOFF while it is awake.
                 due = false;
@@ -544,15 +544,15 @@ impl<L: Layout> RawRwLock<L> {
     /// the release that follows hands the lock to a thread that is awake.
     /// Bargers keep the lock busy meanwhile; the head's wait grows by one
     /// wakeup. Threads only: a task is woken by its executor whenever that
-    /// gets to it, so a task head is granted the lock as before; under
-    /// `fair`, after lost wakeups, or with `HANDOFF` already set (whoever
-    /// set it is owed the grant), as before too.
+    /// gets to it, so a task head is granted the lock as before (this also
+    /// covers a head due by lost wakeups: only tasks count those); under
+    /// `fair`, or with `HANDOFF` already set (whoever set it is owed the
+    /// grant), as before too.
     ///
     /// # Safety
     /// Under the queue lock; `head` is the head of `q`.
-    unsafe fn claims_own_turn(&self, s: u32, head: &Waiter, lost: bool) -> bool {
+    unsafe fn claims_own_turn(&self, s: u32, head: &Waiter) -> bool {
         !FAIR
-            && !lost
             && !has_handoff(s)
             && !has_woken(s)
             && head.kind == Kind::Write

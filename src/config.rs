@@ -63,6 +63,13 @@ pub(crate) const SPIN_LIMIT_ASYNC_NS: u32 = 2_000;
 #[cfg_attr(any(hybrid_sync_loom, hybrid_sync_shuttle), allow(dead_code))] // unused by the models
 pub(crate) const SPIN_PROBE_NS: u32 = 150;
 
+/// After this many spins in a row on one lock that gave up with the lock
+/// word frozen (its owner not running), spinning on it is skipped.
+pub(crate) const STALLS_BEFORE_SKIP: u32 = 4;
+
+/// While spinning on a lock is skipped, every this many spins still probe.
+pub(crate) const STALL_RECHECK: u32 = 8;
+
 /// Bounds of the learned pause between two polls of a held lock word.
 /// The lower bound is about one `pause` on recent x86 (25 ns measured here,
 /// 10-140 cycles across Intel generations). The upper one lets a spinner on

@@ -41,8 +41,11 @@
 //! when the handoff bit appears (seed 003: a spinner can never win against a
 //! pending handoff, so spinning on it only burns the machine), and never
 //! spins longer than the caller's limit, about one park/unpark round trip.
-//! Admission (at most two spinners per lock, the rest queue at once) is the
-//! caller's: see the `SPINNERS` field of the wait queue word.
+//! Admission (at most two spinners per lock, the rest queue at once, and
+//! none while the lock is granted to a waiter that has not run yet: that
+//! owner is in a run queue or waking up, and a spinning task would even keep
+//! it off its worker) is the caller's: see the `SPINNERS` and `GRANTEE`
+//! fields of the wait queue word.
 
 // Under the model checker only the two-poll `spin` below is used.
 #![cfg_attr(any(hybrid_sync_loom, hybrid_sync_shuttle), allow(dead_code))]

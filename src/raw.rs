@@ -11,7 +11,9 @@
 //!        ▼
 //!   spin: at most two spinners per lock poll the word with per-address
 //!        │ backoff while the owner makes progress, never past about a park
-//!        │ round trip, and not at all once HANDOFF is set ─ wins the CAS ► owned
+//!        │ round trip, and not at all once HANDOFF is set, or while the
+//!        │ lock is granted to a waiter that has not run yet (GRANTEE in the
+//!        │ queue word: its owner is not running) ─── wins the CAS ► owned
 //!        ▼
 //!   queue lock: barge if the policy allows (no HANDOFF; a reader never
 //!        │ past waiters; under `fair`, nobody past waiters) ────────────► owned
@@ -504,6 +506,10 @@ impl<L: Layout> RawRwLock<L> {
                 Ok(_) => {
                     for _ in 0..count {
                         self.stats.event(Event::Grant);
+                        if kind == Kind::Write {
+                            // Before the grantee can see its grant and clear it.
+                            self.queue().set_grantee();
+                        }
                         // SAFETY: the lock was just taken for the head.
                         unsafe { q.grant_head(wakes) };
                     }
@@ -526,6 +532,21 @@ impl<L: Layout> RawRwLock<L> {
                 }
                 Err(actual) => s = actual,
             }
+        }
+    }
+
+    /// The owner of a `GRANTED` node takes its grant up: the lock is its own
+    /// now, and running, so spinners may come again (see `GRANTEE` in
+    /// [`crate::wait_queue`]).
+    ///
+    /// # Safety
+    /// As for [`Waiter::consume_grant`]: the caller owns the node, `GRANTED`.
+    #[inline]
+    unsafe fn take_grant(&self, node: &Waiter) {
+        // SAFETY: forwarded.
+        unsafe { node.consume_grant() };
+        if node.kind == Kind::Write {
+            self.queue().clear_grantee();
         }
     }
 
@@ -765,7 +786,7 @@ impl<L: Layout> RawRwLock<L> {
             GRANTED => {
                 drop(q);
                 // SAFETY: our node, granted.
-                unsafe { node.consume_grant() };
+                unsafe { self.take_grant(node) };
                 return Retry::Acquired;
             }
             // A release licensed the run of readers this node was part of
@@ -1014,7 +1035,7 @@ impl<L: Layout> RawRwLock<L> {
         match node.state() {
             GRANTED => {
                 // SAFETY: our node, granted (Acquire load above).
-                unsafe { node.consume_grant() };
+                unsafe { self.take_grant(node) };
                 return Poll::Ready(());
             }
             LICENSED => {
@@ -1055,7 +1076,7 @@ impl<L: Layout> RawRwLock<L> {
             GRANTED => {
                 drop(q);
                 // SAFETY: our node was granted the lock.
-                unsafe { node.consume_grant() };
+                unsafe { self.take_grant(node) };
                 if keep_grant {
                     return true;
                 }
@@ -1215,7 +1236,7 @@ impl<L: Layout> RawRwLock<L> {
                 },
                 GRANTED => {
                     // SAFETY: our node, granted.
-                    unsafe { node.consume_grant() };
+                    unsafe { self.take_grant(node) };
                     return true;
                 }
                 LICENSED => {
@@ -1318,14 +1339,8 @@ impl<L: Layout> RawRwLock<L> {
     /// reports. Racy on purpose: it takes no lock, so a watchdog can call it
     /// on a lock that is stuck.
     pub(crate) fn describe(&self) -> String {
-        let q = self.queue().debug_word();
-        let mut out = format!(
-            "state {:?}, queue {} (queue lock {}, {} spinner(s))",
-            Decoded(self.state.load(Ordering::Relaxed)),
-            if q & !0b1111 == 0 { "empty" } else { "non-empty" },
-            if q & 1 != 0 { "held" } else { "free" },
-            (q >> 2) & 0b11,
-        );
+        let mut out =
+            format!("state {:?}, queue {}", Decoded(self.state.load(Ordering::Relaxed)), self.queue().describe());
         // The nodes, if the queue lock can be had without waiting.
         if let Some(q) = self.queue().try_lock(self.key()) {
             out += &q.dump();

@@ -9,15 +9,21 @@
 //! [`crate::layout`]):
 //!
 //! ```text
-//!  63                                           4    3-2       1         0
-//! +----------------------------------------------+---------+---------+---------+
-//! |        pointer to the head Waiter            | SPINNERS| QPARKED | QLOCKED |
-//! +----------------------------------------------+---------+---------+---------+
+//!  63                                      5       4      3-2       1         0
+//! +-----------------------------------------+---------+---------+---------+---------+
+//! |        pointer to the head Waiter       | GRANTEE | SPINNERS| QPARKED | QLOCKED |
+//! +-----------------------------------------+---------+---------+---------+---------+
 //!   QLOCKED   the queue lock is held; only its holder reads or writes the list
 //!   QPARKED   threads are parked (parking_lot_core, keyed by this word's
 //!             address) waiting for the queue lock
 //!   SPINNERS  (2 bits, bits 2-3) how many optimistic spinners poll the lock
 //!             word: at most two, everyone else queues at once
+//!   GRANTEE   the write lock was granted to a queued waiter that has not
+//!             run since: its owner is a task in a run queue or a thread
+//!             waking up, not a running thread, so nobody may start spinning
+//!             on it. Set under the queue lock by the grant, cleared by the
+//!             grantee when it takes the grant up. A hint: spinning is a
+//!             heuristic, and a stale value only costs (or saves) a spin
 //! ```
 //!
 //! Waiters are intrusive, pinned nodes ([`Waiter`]) living in the acquiring
@@ -54,11 +60,12 @@ const QLOCKED: usize = 1 << 0;
 const QPARKED: usize = 1 << 1;
 const ONE_SPINNER: usize = 1 << 2;
 const SPINNERS: usize = 3 << 2;
+const GRANTEE: usize = 1 << 4;
 /// At most this many spinners per lock (the kernel's osq admits one; the
 /// second slot lets a reader wait out a spinning writer's short section).
 const MAX_SPINNERS: usize = 2;
-const PTR_MASK: usize = !(QLOCKED | QPARKED | SPINNERS);
-const _: () = assert!(align_of::<Waiter>() > (QLOCKED | QPARKED | SPINNERS));
+const PTR_MASK: usize = !(QLOCKED | QPARKED | SPINNERS | GRANTEE);
+const _: () = assert!(align_of::<Waiter>() > (QLOCKED | QPARKED | SPINNERS | GRANTEE));
 const _: () = assert!(MAX_SPINNERS * ONE_SPINNER <= SPINNERS);
 
 /// The node is not in a queue and owns nothing.
@@ -115,7 +122,7 @@ struct Links {
 
 /// One queued acquisition, embedded in an acquiring future or on the stack
 /// of a blocked thread.
-#[repr(align(16))]
+#[repr(align(32))]
 pub(crate) struct Waiter {
     /// # Safety
     /// Only under the queue lock (Invariant 3).
@@ -446,8 +453,14 @@ impl WaitQueue {
                 return self.unlock_and_unpark(head);
             }
             // Release: publishes the list edits to the next holder. Only
-            // SPINNERS and QPARKED can change under us, hence the loop.
-            match self.word.compare_exchange_weak(w, head | (w & SPINNERS), Ordering::Release, Ordering::Relaxed) {
+            // SPINNERS, QPARKED and GRANTEE can change under us, hence the
+            // loop.
+            match self.word.compare_exchange_weak(
+                w,
+                head | (w & (SPINNERS | GRANTEE)),
+                Ordering::Release,
+                Ordering::Relaxed,
+            ) {
                 Ok(_) => return,
                 Err(actual) => w = actual,
             }
@@ -465,9 +478,12 @@ impl WaitQueue {
             // exactly while someone is still parked.
             let parked = if result.have_more_threads { QPARKED } else { 0 };
             let mut w = self.word.load(Ordering::Relaxed);
-            while let Err(actual) =
-                self.word.compare_exchange_weak(w, head | (w & SPINNERS) | parked, Ordering::Release, Ordering::Relaxed)
-            {
+            while let Err(actual) = self.word.compare_exchange_weak(
+                w,
+                head | (w & (SPINNERS | GRANTEE)) | parked,
+                Ordering::Release,
+                Ordering::Relaxed,
+            ) {
                 w = actual;
             }
             parking_lot_core::DEFAULT_UNPARK_TOKEN
@@ -489,7 +505,7 @@ impl WaitQueue {
     pub(crate) fn try_claim_spinner(&self) -> bool {
         let mut w = self.word.load(Ordering::Relaxed);
         loop {
-            if (w & SPINNERS) / ONE_SPINNER >= MAX_SPINNERS {
+            if (w & SPINNERS) / ONE_SPINNER >= MAX_SPINNERS || w & GRANTEE != 0 {
                 return false;
             }
             // Relaxed: the slots are an admission heuristic and guard no data.
@@ -500,15 +516,43 @@ impl WaitQueue {
         }
     }
 
+    /// Notes that the write lock was just granted to a queued waiter (see
+    /// `GRANTEE`), before the grantee can see its grant.
+    #[inline]
+    pub(crate) fn set_grantee(&self) {
+        // Relaxed: a hint that guards no data. The grantee's clear comes
+        // after it in the word's modification order all the same: the
+        // grant's Release store of GRANTED follows this in program order,
+        // and the grantee reads GRANTED with Acquire before clearing.
+        self.word.fetch_or(GRANTEE, Ordering::Relaxed);
+    }
+
+    /// The grantee took its grant up (or gave it back): the lock's owner
+    /// runs, and spinning on it may pay again.
+    #[inline]
+    pub(crate) fn clear_grantee(&self) {
+        if self.word.load(Ordering::Relaxed) & GRANTEE != 0 {
+            // Relaxed: as in `set_grantee`.
+            self.word.fetch_and(!GRANTEE, Ordering::Relaxed);
+        }
+    }
+
     /// Gives a spinner slot back.
     #[inline]
     pub(crate) fn release_spinner(&self) {
         self.word.fetch_sub(ONE_SPINNER, Ordering::Relaxed);
     }
 
-    /// A racy read of the queue word, for hang reports.
-    pub(crate) fn debug_word(&self) -> usize {
-        self.word.load(Ordering::Relaxed)
+    /// A racy description of the queue word, for hang reports.
+    pub(crate) fn describe(&self) -> String {
+        let w = self.word.load(Ordering::Relaxed);
+        format!(
+            "{} (queue lock {}, {} spinner(s){})",
+            if w & PTR_MASK == 0 { "empty" } else { "non-empty" },
+            if w & QLOCKED != 0 { "held" } else { "free" },
+            (w & SPINNERS) / ONE_SPINNER,
+            if w & GRANTEE != 0 { ", granted to a waiter not yet running" } else { "" },
+        )
     }
 }
 
@@ -855,5 +899,30 @@ impl Drop for WakeList {
     fn drop(&mut self) {
         // A panic between collecting and waking must not lose a wakeup.
         self.wake_all();
+    }
+}
+
+#[cfg(all(test, not(any(hybrid_sync_loom, hybrid_sync_shuttle))))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spinner_slots_close_while_a_grantee_has_not_run() {
+        let q = WaitQueue::new();
+        assert!(q.try_claim_spinner() && q.try_claim_spinner());
+        assert!(!q.try_claim_spinner(), "a third spinner was admitted");
+        q.release_spinner();
+        q.release_spinner();
+
+        q.set_grantee();
+        assert!(!q.try_claim_spinner(), "a spinner was admitted on a lock granted to a waiter not yet running");
+        // The queue lock's release keeps the hint, as it keeps the slots.
+        drop(q.lock(0));
+        assert!(q.describe().contains("granted to a waiter not yet running"), "{}", q.describe());
+        assert!(!q.try_claim_spinner(), "unlocking the queue lost the grantee hint");
+        q.clear_grantee();
+        assert!(q.try_claim_spinner(), "no spinner admitted once the grantee ran");
+        q.release_spinner();
+        assert_eq!(q.describe(), "empty (queue lock free, 0 spinner(s))");
     }
 }

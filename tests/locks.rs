@@ -599,3 +599,34 @@ async fn a_task_that_panics_holding_a_guard_releases_it() {
     assert!(waiter.is_woken());
     let _guard = assert_ready!(waiter.poll());
 }
+
+/// A lock handed to a queued task that has not run yet admits no spinner
+/// (its owner is in a run queue: spinning could not win, and on the
+/// grantee's own worker would keep it from running), and the grantee's
+/// first poll, or its drop, opens the lock to spinners again. A hint left
+/// set would switch spinning off for good.
+#[test]
+fn a_grant_to_a_task_closes_spinning_until_the_task_runs_or_leaves() {
+    const HINT: &str = "granted to a waiter not yet running";
+    let lock = RwLock::new(0);
+    for poll_it in [true, false] {
+        let guard = lock.try_write().unwrap();
+        let mut waiter = spawn(lock.write());
+        assert_pending!(waiter.poll());
+        // Past the handoff timeout a queued task is due, so the release
+        // grants it the lock rather than waking it to compete.
+        std::thread::sleep(std::time::Duration::from_millis(3));
+        drop(guard);
+        assert!(lock.__describe().contains(HINT), "{}", lock.__describe());
+        assert!(lock.try_read().is_err(), "the lock should be the task's");
+        if poll_it {
+            let guard = assert_ready!(waiter.poll());
+            assert!(!lock.__describe().contains(HINT), "{}", lock.__describe());
+            drop(guard);
+        } else {
+            drop(waiter);
+            assert!(!lock.__describe().contains(HINT), "{}", lock.__describe());
+        }
+        assert!(lock.try_write().is_ok(), "the lock was not released");
+    }
+}

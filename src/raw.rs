@@ -504,12 +504,12 @@ impl<L: Layout> RawRwLock<L> {
             // Release after this). Relaxed on failure: we only retry.
             match self.state.compare_exchange(s, new, Ordering::Acquire, Ordering::Relaxed) {
                 Ok(_) => {
+                    if kind == Kind::Write {
+                        // Before the grantee can see its grant and clear it.
+                        self.queue().set_grantee();
+                    }
                     for _ in 0..count {
                         self.stats.event(Event::Grant);
-                        if kind == Kind::Write {
-                            // Before the grantee can see its grant and clear it.
-                            self.queue().set_grantee();
-                        }
                         // SAFETY: the lock was just taken for the head.
                         unsafe { q.grant_head(wakes) };
                     }

@@ -23,7 +23,9 @@
 //!             waking up, not a running thread, so nobody may start spinning
 //!             on it. Set under the queue lock by the grant, cleared by the
 //!             grantee when it takes the grant up. A hint: spinning is a
-//!             heuristic, and a stale value only costs (or saves) a spin
+//!             heuristic, and a stale value only costs (or saves) a spin. In
+//!             a queue shared by several `LockRef`s it holds back the
+//!             spinners of all of them until the grantee runs
 //! ```
 //!
 //! Waiters are intrusive, pinned nodes ([`Waiter`]) living in the acquiring

@@ -48,9 +48,11 @@
 //! * the head is otherwise due (`HANDOFF` is set, or `fair`, or a task head
 //!   waited past the timeout, or it is a task that was woken and lost the
 //!   lock to bargers twice in a row: waking it again would only repeat that,
-//!   a wasted poll per release when holders keep the lock across `.await`)
-//!   and can take the lock: grant it (a writer, or the run of readers at
-//!   the head). After a handoff, granted or claimed, the next head is not
+//!   a wasted poll per release when holders keep the lock across `.await`;
+//!   or it is a task and this thread's woken tasks have lately kept losing
+//!   the lock to owners that then sat on it, see
+//!   [`backoff::wake_is_futile`]) and can take the lock: grant it (a writer,
+//!   or the run of readers at the head). After a handoff, granted or claimed, the next head is not
 //!   due again before a gap (an eighth of the timeout after a grant, a 32nd
 //!   after a claim) has passed, so handoffs stay spaced out however many
 //!   waiters are overdue;
@@ -398,7 +400,9 @@ impl<L: Layout> RawRwLock<L> {
             let free = head_may_take(kind, s, self.state.max_readers());
             // SAFETY: under the queue lock.
             let lost = unsafe { head.lost_wake() };
-            let mut due = FAIR || has_handoff(s) || lost || self.head_is_due(q, &mut now);
+            // SAFETY: under the queue lock.
+            let futile_wake = unsafe { self.wake_is_futile(head) };
+            let mut due = FAIR || has_handoff(s) || lost || futile_wake || self.head_is_due(q, &mut now);
             // SAFETY: under the queue lock.
             if due && unsafe { self.claims_own_turn(s, head) } {
                 // Woken below (it takes the token); once it runs it claims
@@ -522,7 +526,7 @@ impl<L: Layout> RawRwLock<L> {
                     // wakeup at a time, and throughput falls to the rate at
                     // which sleepers wake. The price: the k-th overdue
                     // waiter waits about timeout + k gaps.
-                    if let (false, Some(next)) = (FAIR, next) {
+                    if let (false, Some(next)) = (FAIR || futile_wake, next) {
                         let now = *now.get_or_insert_with(Instant::now);
                         // SAFETY: `next` is still linked (it follows the
                         // granted run), hence alive; under the queue lock.
@@ -579,6 +583,21 @@ impl<L: Layout> RawRwLock<L> {
             && head.kind == Kind::Write
             // SAFETY: forwarded.
             && unsafe { head.sleeping_thread() }
+    }
+
+    /// Whether waking the head, a task, to compete for the lock rather than
+    /// granting it would most likely waste a poll (see
+    /// [`backoff::wake_is_futile`]).
+    ///
+    /// # Safety
+    /// Under the queue lock; `head` is the head of the queue.
+    #[inline]
+    unsafe fn wake_is_futile(&self, head: &Waiter) -> bool {
+        !FAIR
+            && head.kind == Kind::Write
+            // SAFETY: forwarded.
+            && unsafe { head.sleeping_task() }
+            && backoff::wake_is_futile(self as *const Self as usize)
     }
 
     /// Whether the head has waited past the handoff timeout.
@@ -734,6 +753,9 @@ impl<L: Layout> RawRwLock<L> {
                 && self.state.compare_exchange(s, s | WOKEN, Ordering::Relaxed, Ordering::Relaxed).is_ok()
             {
                 token = true;
+                // The word as it is now: our own token is no sign that the
+                // owner makes progress (the stall rule in `backoff::spin`).
+                return Probe::Held(s | WOKEN);
             }
             Probe::Held(s)
         });
@@ -826,6 +848,9 @@ impl<L: Layout> RawRwLock<L> {
                 match self.state.compare_exchange_weak(s, new, Ordering::Acquire, Ordering::Relaxed) {
                     Ok(_) => {
                         self.stats.event(Event::RetryWon);
+                        if woken && waker.is_some() {
+                            backoff::note_woken(self as *const Self as usize, true);
+                        }
                         // SAFETY: our node is linked in `q`, under its lock.
                         unsafe { self.space_handoffs(&q, node, &mut now) };
                         // SAFETY: our node is linked in `q`.
@@ -974,10 +999,18 @@ impl<L: Layout> RawRwLock<L> {
             }
         });
         self.queue().release_spinner();
+        let key = self as *const Self as usize;
         if result != Spin::Acquired {
+            if result == Spin::GaveUp && backoff::owner_stalls(key, limit_ns) {
+                // It lost to an owner that is not running: one that took the
+                // lock back before we could run and then went to sleep with
+                // it, a guard held across `.await`.
+                backoff::note_woken(key, false);
+            }
             return false;
         }
         self.stats.event(Event::RetryWon);
+        backoff::note_woken(key, true);
         let mut q = self.lock_queue();
         let was_head = q.is_head(node);
         // SAFETY: our node is linked in `q`, under its lock.

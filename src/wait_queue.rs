@@ -93,7 +93,8 @@ pub(crate) const LICENSED: u8 = 4;
 /// would leave the lock idle until the task runs); twice in a row means the
 /// lock is taken back before the task can ever run (a holder across
 /// `.await` re-acquiring at once), where every further wakeup is a wasted
-/// poll.
+/// poll. The next task in the queue would pay the same two wakeups again;
+/// `backoff::wake_is_futile` is what spares it them.
 pub(crate) const LOST_WAKES_BEFORE_GRANT: u8 = 2;
 
 /// Whoever must be told that a node changed state.
@@ -244,6 +245,16 @@ impl Waiter {
         self.state_relaxed() == WAITING
             // SAFETY: the caller holds the queue lock (Invariant 3).
             && self.task.with(|t| matches!(unsafe { &*t }, Some(Task::Thread(_))))
+    }
+
+    /// Whether the node's owner is a task waiting for a wakeup.
+    ///
+    /// # Safety
+    /// Under the queue lock.
+    pub(crate) unsafe fn sleeping_task(&self) -> bool {
+        self.state_relaxed() == WAITING
+            // SAFETY: the caller holds the queue lock (Invariant 3).
+            && self.task.with(|t| matches!(unsafe { &*t }, Some(Task::Waker(_))))
     }
 
     /// # Safety

@@ -630,3 +630,53 @@ fn a_grant_to_a_task_closes_spinning_until_the_task_runs_or_leaves() {
         assert!(lock.try_write().is_ok(), "the lock was not released");
     }
 }
+
+/// A release wakes a queued task to compete for the lock rather than
+/// granting it, so that bargers keep the lock busy meanwhile. But when the
+/// woken tasks keep finding the lock taken back by an owner that then sits
+/// on it (a guard held across `.await` whose task re-acquires at once),
+/// every such wakeup is a wasted poll: the thread learns that from the
+/// woken tasks' spins and grants the lock to the head task on release
+/// instead, as tokio does. Woken tasks that win teach nothing of the kind.
+/// The learning is per thread and per lock, and this test is one thread.
+#[cfg(not(any(feature = "fair", feature = "no-spin")))]
+#[test]
+fn woken_tasks_that_keep_losing_to_a_sleeping_owner_make_releases_grant() {
+    let lock = RwLock::new(0);
+    // Woken tasks that win: releases keep waking, never granting.
+    for _ in 0..32 {
+        let guard = lock.try_write().unwrap();
+        let mut waiter = spawn(lock.write());
+        assert_pending!(waiter.poll());
+        drop(guard);
+        assert!(!lock.__describe().contains("granted"), "a release granted: {}", lock.__describe());
+        assert!(waiter.is_woken());
+        drop(assert_ready!(waiter.poll()));
+    }
+    // Woken tasks that lose to an owner that took the lock back and sleeps
+    // with it. Each round is a fresh task that loses once, so the per-node
+    // rule (a task that lost twice is granted the next release) never
+    // applies: what changes the release is what the thread learned.
+    let mut guard = lock.try_write().unwrap();
+    let mut granted_in = None;
+    for round in 0..64 {
+        let mut waiter = spawn(lock.write());
+        assert_pending!(waiter.poll());
+        drop(guard);
+        match lock.try_write() {
+            Ok(g) => {
+                guard = g;
+                assert!(waiter.is_woken(), "round {round}: the release neither woke nor granted the head");
+                assert_pending!(waiter.poll());
+            }
+            Err(_) => {
+                granted_in = Some(round);
+                guard = assert_ready!(waiter.poll());
+                break;
+            }
+        }
+    }
+    let round = granted_in.expect("releases kept waking tasks that always lost");
+    assert!(round >= 4, "the first release to find a task head granted it (round {round})");
+    drop(guard);
+}

@@ -31,13 +31,13 @@
 //! * `lost` and `credit`: how the tasks that releases woke to compete for the
 //!   lock fared when they ran here. A release normally wakes a task head
 //!   rather than grant it the lock, so that bargers keep the lock busy while
-//!   the task waits for its worker. But when woken tasks keep finding the
+//!   the task waits for its worker. But when woken writers keep finding the
 //!   lock taken back by an owner that then stalls (a task that releases,
 //!   re-acquires at once and holds the guard across `.await`), each wakeup
 //!   is a wasted poll: after [`LOST_IN_A_ROW`] such losses in a row this
 //!   thread's releases grant the lock to task heads instead, as tokio does,
 //!   for the next [`GRANT_CREDIT`] of them, then wake one again to see
-//!   whether that still holds. A woken task that wins clears the count.
+//!   whether that still holds. A woken writer that wins clears the count.
 //!   Only losses to a stalled owner count: a task that loses to a running
 //!   barger (short sections) would most likely win the next time, and
 //!   granting there would idle the lock until the grantee runs.
@@ -102,8 +102,9 @@ struct Slot {
     /// changing: its owner was not running (a task holding it across
     /// `.await`, or a preempted thread).
     stalls: u32,
-    /// Woken tasks in a row that found this lock taken again when they got
-    /// to run (see [`wake_is_futile`]).
+    /// Woken writers in a row (tasks or threads, woken by a release to
+    /// compete) that found this lock taken again by an owner that stalls
+    /// (see [`wake_is_futile`]); a woken writer that won clears it.
     lost: u32,
     /// Releases left that grant the lock to a task head rather than wake it.
     credit: u32,
@@ -299,19 +300,21 @@ pub(crate) fn spin(addr: usize, limit_ns: u32, mut probe: impl FnMut() -> Probe)
     outcome
 }
 
-/// Woken tasks lost the lock to a stalled owner this many times in a row, on this thread's
-/// count, before its releases grant the lock to task heads instead of
-/// waking them, for the next `GRANT_CREDIT` releases that find a task head.
+/// Woken writers lost the lock to a stalled owner this many times in a row,
+/// on this thread's count, before its releases grant the lock to task heads
+/// instead of waking them, for the next [`GRANT_CREDIT`] releases that find
+/// a task head.
 const LOST_IN_A_ROW: u32 = 4;
-/// How many releases grant once woken tasks lost [`LOST_IN_A_ROW`] times;
+/// How many releases grant once woken writers lost [`LOST_IN_A_ROW`] times;
 /// one wakeup in this many is the price of noticing a change of pattern.
 /// With guards held across `.await` (the showdown's hold-across workload,
 /// 64 tasks on 2 workers), wake-and-lose cost two wasted polls per three
 /// operations: 0.76-0.84x tokio's throughput, 0.89-0.96x with this rule.
 const GRANT_CREDIT: u32 = 16;
 
-/// Records how a task that a release woke to compete for the lock at `addr`
-/// fared when it ran: `won` it, or found it taken again.
+/// Records how a writer (task or thread) that a release woke to compete for
+/// the lock at `addr` fared when it ran here: `won` it, or found it taken
+/// again by an owner that stalls (`owner_stalls` after its spin).
 #[cfg(not(any(hybrid_sync_loom, hybrid_sync_shuttle)))]
 pub(crate) fn note_woken(addr: usize, won: bool) {
     let (index, tag) = slot_of(addr);
@@ -333,8 +336,8 @@ pub(crate) fn note_woken(addr: usize, won: bool) {
 }
 
 /// Whether waking a task to compete for the lock at `addr` most likely
-/// wastes a poll: the last woken tasks all lost it (the lock is taken again
-/// before a woken task can run: a guard held across `.await` whose owner
+/// wastes a poll: the last woken writers all lost it (the lock is taken
+/// again before a woken task can run: a guard held across `.await` whose owner
 /// re-acquires at once), so the release should grant it instead. Each yes
 /// spends a credit; once they are spent a release wakes again, and the
 /// wakeup's outcome says whether that still holds.

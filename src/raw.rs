@@ -49,13 +49,15 @@
 //!   waited past the timeout, or it is a task that was woken and lost the
 //!   lock to bargers twice in a row: waking it again would only repeat that,
 //!   a wasted poll per release when holders keep the lock across `.await`;
-//!   or it is a task and this thread's woken tasks have lately kept losing
-//!   the lock to owners that then sat on it, see
-//!   [`backoff::wake_is_futile`]) and can take the lock: grant it (a writer,
-//!   or the run of readers at the head). After a handoff, granted or claimed, the next head is not
-//!   due again before a gap (an eighth of the timeout after a grant, a 32nd
-//!   after a claim) has passed, so handoffs stay spaced out however many
-//!   waiters are overdue;
+//!   or it is a task and the writers this thread saw woken have lately kept
+//!   losing the lock to owners that then sat on it, see
+//!   [`backoff::wake_is_futile`]) and can take the lock: grant it (a
+//!   writer, or the run of readers at the head). After a handoff, granted
+//!   or claimed, the next head is not due again before a gap (an eighth of
+//!   the timeout after a grant, a 32nd after a claim) has passed, so
+//!   handoffs stay spaced out however many waiters are overdue (a grant
+//!   made because waking was futile sets no gap: the next release grants
+//!   or wakes by the same rule);
 //! * the head is due but the lock is held: set `HANDOFF`, so that the
 //!   holder's release grants it and nobody else, not even a spinner, can
 //!   take the lock meanwhile;

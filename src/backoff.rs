@@ -37,7 +37,8 @@
 //!   is a wasted poll: after [`LOST_IN_A_ROW`] such losses in a row this
 //!   thread's releases grant the lock to task heads instead, as tokio does,
 //!   for the next [`GRANT_CREDIT`] of them, then wake one again to see
-//!   whether that still holds. A woken writer that wins clears the count.
+//!   whether that still holds. A woken writer that wins clears count and
+//!   credit.
 //!   Only losses to a stalled owner count: a task that loses to a running
 //!   barger (short sections) would most likely win the next time, and
 //!   granting there would idle the lock until the grantee runs.
@@ -325,6 +326,7 @@ pub(crate) fn note_woken(addr: usize, won: bool) {
         }
         if won {
             slot.lost = 0;
+            slot.credit = 0;
         } else {
             slot.lost = (slot.lost + 1).min(LOST_IN_A_ROW);
             if slot.lost == LOST_IN_A_ROW {
@@ -408,6 +410,31 @@ fn ewma(avg: u32, sample: u32) -> u32 {
 #[cfg(all(test, not(any(hybrid_sync_loom, hybrid_sync_shuttle))))]
 mod tests {
     use super::*;
+
+    #[test]
+    fn woken_writers_losing_to_a_stalled_owner_buy_grants_and_a_win_clears_them() {
+        let addr = 0x5eed_0000usize;
+        assert!(!wake_is_futile(addr), "nothing learned yet");
+        for _ in 0..LOST_IN_A_ROW - 1 {
+            note_woken(addr, false);
+        }
+        assert!(!wake_is_futile(addr), "fewer losses than LOST_IN_A_ROW");
+        note_woken(addr, false);
+        for _ in 0..GRANT_CREDIT {
+            assert!(wake_is_futile(addr));
+        }
+        assert!(!wake_is_futile(addr), "the credit is spent: the next release wakes");
+        // That wakeup lost again: one loss renews the credit.
+        note_woken(addr, false);
+        assert!(wake_is_futile(addr));
+        // A woken writer that wins clears count and credit.
+        note_woken(addr, true);
+        assert!(!wake_is_futile(addr));
+        note_woken(addr, false);
+        assert!(!wake_is_futile(addr), "one loss after a win is not a pattern");
+        // Another lock learned nothing.
+        assert!(!wake_is_futile(addr + 64));
+    }
 
     #[test]
     fn ewma_moves_an_eighth() {

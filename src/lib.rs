@@ -96,11 +96,12 @@
 //!   before it queues, so it is several times faster; compared with a
 //!   blocking lock used in async code, a waiting task yields its worker
 //!   instead of blocking it. The exception: a lock that is *contended* while
-//!   its guards are held across `.await`. There the default's barging makes
-//!   woken tasks lose the lock to the task that just released it, and
-//!   tokio's strict FIFO hand-over is faster (the showdown's hold-across
-//!   table: about 0.8x tokio's throughput); build with the `fair` feature,
-//!   which does what tokio does, or use tokio's lock for that data.
+//!   its guards are held across `.await`. Woken tasks would lose it to the
+//!   task that just released it, so the lock learns to hand it over in
+//!   FIFO order there, as tokio does, but at a little more cost per
+//!   hand-over than tokio's (the showdown's hold-across table: about 0.9x
+//!   tokio's throughput, with the default or `fair`); if that table is your
+//!   workload, tokio's lock is as good a choice.
 //!
 //! # Differences from `tokio::sync`
 //!

@@ -850,7 +850,7 @@ impl<L: Layout> RawRwLock<L> {
                 match self.state.compare_exchange_weak(s, new, Ordering::Acquire, Ordering::Relaxed) {
                     Ok(_) => {
                         self.stats.event(Event::RetryWon);
-                        if woken && waker.is_some() {
+                        if woken {
                             backoff::note_woken(self as *const Self as usize, true);
                         }
                         // SAFETY: our node is linked in `q`, under its lock.

@@ -392,6 +392,9 @@ impl<L: Layout> RawRwLock<L> {
     /// has and dispatches again.
     fn dispatch(&self, q: &mut QueueGuard<'_>, wakes: &mut WakeList) -> bool {
         let mut now = None;
+        // Asked once per dispatch (each yes spends a credit): the loop below
+        // only comes round again after a failed CAS, with the same head.
+        let mut futile = None;
         let mut s = self.state.load(Ordering::Relaxed);
         loop {
             let Some(head) = q.head() else {
@@ -402,8 +405,8 @@ impl<L: Layout> RawRwLock<L> {
             let free = head_may_take(kind, s, self.state.max_readers());
             // SAFETY: under the queue lock.
             let lost = unsafe { head.lost_wake() };
-            // SAFETY: under the queue lock.
-            let futile_wake = unsafe { self.wake_is_futile(head) };
+            // SAFETY: under the queue lock; `head` is its head.
+            let futile_wake = *futile.get_or_insert_with(|| unsafe { self.wake_is_futile(head) });
             let mut due = FAIR || has_handoff(s) || lost || futile_wake || self.head_is_due(q, &mut now);
             // SAFETY: under the queue lock.
             if due && unsafe { self.claims_own_turn(s, head) } {

@@ -138,7 +138,8 @@ pub(crate) const RECHECK_MAX: Duration = Duration::from_micros(128);
 
 /// One barging acquisition in this many (per thread) first looks at the
 /// queue head and sets `HANDOFF` for it if it is due (waited past the
-/// handoff timeout, and at least a handoff gap since the last handoff). The head normally claims its turn itself, but a woken thread
+/// handoff timeout, plus a claim gap if it was woken to claim its turn).
+/// The head normally claims its turn itself, but a woken thread
 /// that cannot get a CPU (the threads barging past it keep them busy)
 /// cannot; without this backstop its wait would be bounded by the
 /// scheduler's time slices (about 3 ms here, measured) rather than by the
@@ -174,7 +175,9 @@ pub(crate) fn handoff_gap_ns() -> u64 {
 }
 
 /// The least time between two turns claimed by overdue heads that were
-/// awake to take them (see `RawRwLock::claims_own_turn`): a 32nd of the
+/// awake to take them (see `RawRwLock::claims_own_turn`), and how long
+/// bargers leave an overdue head that was woken to claim its turn before
+/// they force the handoff for it (`RawRwLock::audit_head`): a 32nd of the
 /// handoff timeout (31 us by default). Such a handoff costs the lock no idle
 /// time, only the displaced runner's cache, so they may come closer than
 /// grants to sleepers. 32 threads on 2 cores (quick showdown): with an

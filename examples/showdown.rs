@@ -21,17 +21,6 @@
 //! critical section, or the waiter itself) includes it whatever the lock, so
 //! read each "max wait" column against it.
 //!
-//! Where a workload's critical section is the ~50 ns of work (not the
-//! hold-across and seed 000 tables), each table also reports the **longest
-//! hold**: the longest time any contender spent between the first and the
-//! last instruction of that work. Anything far above 50 ns is a holder whose
-//! CPU was taken away inside its critical section (by the VM, or by another
-//! tenant's process), and every waiter behind it waited at least that long,
-//! whatever the lock. A max wait close to the longest hold is such a stall;
-//! one far above it is the lock's own doing. (The clock read that ends the
-//! hold sits inside the section, adding about 10 ns to it for every
-//! contender alike.)
-//!
 //! Workloads:
 //!
 //! * **uncontended**: one task acquires and releases in a loop; ns per
@@ -54,13 +43,7 @@
 //!   thread (a test-only switch) shows what the table buys.
 //! * **seed 002** (fairness): 1 or 4 threads in a tight acquire/release loop
 //!   and one slow thread with ~1 us of work outside the lock: total
-//!   throughput, the slow thread's rate and its maximum wait. On Linux the
-//!   slow thread also reads its scheduler statistics around each
-//!   acquisition (two reads of `/proc/thread-self/schedstat`, ~1.5 us, for
-//!   every contender alike), and "less run-q" is its longest wait once the
-//!   time it spent runnable without a CPU is taken out: what remains is
-//!   time it slept or spun while others held the lock (including a holder
-//!   stalled inside its section, see "longest hold").
+//!   throughput, the slow thread's rate and its maximum wait.
 //! * **seed 003** (spinners under handoff): 32 threads with the handoff
 //!   timeout forced to 50 us, with spinners leaving at once when the handoff
 //!   bit is set (the default) and, as a test-only broken variant, spinning
@@ -81,6 +64,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+#[path = "common/clock.rs"]
+mod clock;
 #[path = "common/peers.rs"]
 mod peers;
 #[path = "common/report.rs"]
@@ -91,32 +76,7 @@ use peers::{Peer, RefCount};
 // Clocks
 // ---------------------------------------------------------------------------
 
-/// A cheap timestamp: the TSC on x86_64 (about 8 ns to read here, against
-/// 25 ns for `Instant::now`), nanoseconds elsewhere.
-#[inline(always)]
-fn ticks() -> u64 {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: `rdtsc` has no preconditions on x86_64.
-    unsafe {
-        core::arch::x86_64::_rdtsc()
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
-        START.get_or_init(Instant::now).elapsed().as_nanos() as u64
-    }
-}
-
-/// Nanoseconds per tick, measured once.
-fn ns_per_tick() -> f64 {
-    static V: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
-    *V.get_or_init(|| {
-        let (t0, i0) = (ticks(), Instant::now());
-        std::thread::sleep(Duration::from_millis(30));
-        let (t1, i1) = (ticks(), Instant::now());
-        (i1 - i0).as_nanos() as f64 / (t1 - t0).max(1) as f64
-    })
-}
+use clock::{ns_per_tick, ticks};
 
 /// User + system CPU time of the whole process.
 fn cpu_time() -> Duration {
@@ -139,15 +99,11 @@ struct Hist {
     buckets: Vec<u64>,
     max: u64,
     count: u64,
-    /// The longest critical section seen, in ticks: ~50 ns of work, so
-    /// anything long is a holder whose CPU was taken away inside it, and
-    /// every waiter behind it waited at least that long, whatever the lock.
-    hold_max: u64,
 }
 
 impl Hist {
     fn new() -> Self {
-        Hist { buckets: vec![0; 64 * 4], max: 0, count: 0, hold_max: 0 }
+        Hist { buckets: vec![0; 64 * 4], max: 0, count: 0 }
     }
     #[inline]
     fn record(&mut self, ticks: u64) {
@@ -158,18 +114,12 @@ impl Hist {
         self.max = self.max.max(v);
         self.count += 1;
     }
-    /// Records one critical section, from its first to its last tick.
-    #[inline]
-    fn record_hold(&mut self, ticks: u64) {
-        self.hold_max = self.hold_max.max(ticks);
-    }
     fn merge(&mut self, o: &Hist) {
         for (a, b) in self.buckets.iter_mut().zip(&o.buckets) {
             *a += b;
         }
         self.max = self.max.max(o.max);
         self.count += o.count;
-        self.hold_max = self.hold_max.max(o.hold_max);
     }
     /// The `q` quantile, in ticks (upper edge of its bucket).
     fn quantile(&self, q: f64) -> u64 {
@@ -316,12 +266,6 @@ fn print_tail(r: &Row) {
     println!("    {} tail:{line}", r.name);
 }
 
-/// The longest critical section of a run (see [`Hist::hold_max`]); "-"
-/// where the workload does not measure it.
-fn fmt_hold(h: &Hist) -> String {
-    if h.hold_max == 0 { "-".into() } else { fmt_ns(h.hold_max as f64 * ns_per_tick()) }
-}
-
 /// Every table printed so far, for `--json` and `--svg`.
 static REPORT: std::sync::Mutex<Vec<report::Table>> = std::sync::Mutex::new(Vec::new());
 
@@ -349,13 +293,13 @@ fn print_table(title: &str, rows: &[Row]) {
     let tick = ns_per_tick();
     println!("\n== {title}");
     println!(
-        "{:<13} {:>10} {:>9} {:>12} {:>10} {:>10} {:>10} {:>13}",
-        "contender", "ops/s", "vs tokio", "CPU us/op", "p50 wait", "p99 wait", "max wait", "longest hold"
+        "{:<13} {:>10} {:>9} {:>12} {:>10} {:>10} {:>10}",
+        "contender", "ops/s", "vs tokio", "CPU us/op", "p50 wait", "p99 wait", "max wait"
     );
     for r in rows {
         let ratio = tokio.map_or("-".into(), |t| format!("{:.2}x", r.ops_per_sec() / t));
         println!(
-            "{:<13} {:>10} {:>9} {:>12.3} {:>10} {:>10} {:>10} {:>13}",
+            "{:<13} {:>10} {:>9} {:>12.3} {:>10} {:>10} {:>10}",
             r.name,
             fmt_rate(r.ops_per_sec()),
             ratio,
@@ -363,7 +307,6 @@ fn print_table(title: &str, rows: &[Row]) {
             fmt_ns(r.hist.quantile(0.5) as f64 * tick),
             fmt_ns(r.hist.quantile(0.99) as f64 * tick),
             fmt_ns(r.hist.max as f64 * tick),
-            fmt_hold(&r.hist),
         );
     }
     rows.iter().for_each(print_tail);
@@ -427,12 +370,10 @@ fn async_contended<P: Peer>(tasks: usize, workers: usize, read_per_mille: u64, d
             let mut ops = 0u64;
             while !stop.load(Ordering::Relaxed) {
                 let t0 = ticks();
-                let mut t2 = 0;
                 let t1 = if rng.next() % 1000 < read_per_mille {
                     lock.read(|v| {
                         let t = ticks();
                         std::hint::black_box(work(*v));
-                        t2 = ticks();
                         t
                     })
                     .await
@@ -440,13 +381,11 @@ fn async_contended<P: Peer>(tasks: usize, workers: usize, read_per_mille: u64, d
                     lock.write(|v| {
                         let t = ticks();
                         *v = work(*v);
-                        t2 = ticks();
                         t
                     })
                     .await
                 };
                 hist.record(t1.saturating_sub(t0));
-                hist.record_hold(t2.saturating_sub(t1));
                 ops += 1;
                 if ops % 16 == 0 {
                     tokio::task::yield_now().await;
@@ -494,15 +433,12 @@ fn blocking_writer<P: Peer>(lock: Arc<P>, stop: Arc<AtomicBool>) -> (u64, Hist) 
     let mut ops = 0u64;
     while !stop.load(Ordering::Relaxed) {
         let t0 = ticks();
-        let mut t2 = 0;
         let t1 = lock.blocking_write(|v| {
             let t = ticks();
             *v = work(*v);
-            t2 = ticks();
             t
         });
         hist.record(t1.saturating_sub(t0));
-        hist.record_hold(t2.saturating_sub(t1));
         ops += 1;
     }
     (ops, hist)
@@ -514,17 +450,14 @@ async fn async_writer<P: Peer>(lock: Arc<P>, stop: Arc<AtomicBool>) -> (u64, His
     let mut ops = 0u64;
     while !stop.load(Ordering::Relaxed) {
         let t0 = ticks();
-        let mut t2 = 0;
         let t1 = lock
             .write(|v| {
                 let t = ticks();
                 *v = work(*v);
-                t2 = ticks();
                 t
             })
             .await;
         hist.record(t1.saturating_sub(t0));
-        hist.record_hold(t2.saturating_sub(t1));
         ops += 1;
         if ops % 16 == 0 {
             tokio::task::yield_now().await;
@@ -750,35 +683,10 @@ struct Fairness {
     cpu: Duration,
     tight: Hist,
     slow: Hist,
-    /// The slow thread's longest wait less the time it spent runnable
-    /// without a CPU meanwhile (see [`RunQueueClock`]), in ns; `None` where
-    /// the kernel does not tell.
-    slow_own_max: Option<f64>,
-}
-
-/// How long the calling thread has spent runnable but waiting for a CPU,
-/// from Linux's `/proc/thread-self/schedstat` (its second field, in ns).
-/// A wait that spans such time was stretched by the scheduler (other
-/// threads, other tenants of the machine), not by the lock. One read costs
-/// about 0.75 us.
-struct RunQueueClock(std::fs::File);
-
-impl RunQueueClock {
-    fn open() -> Option<Self> {
-        let clock = RunQueueClock(std::fs::File::open("/proc/thread-self/schedstat").ok()?);
-        clock.read().map(|_| clock)
-    }
-    fn read(&self) -> Option<u64> {
-        use std::os::unix::fs::FileExt;
-        let mut buf = [0u8; 96];
-        let n = self.0.read_at(&mut buf, 0).ok()?;
-        std::str::from_utf8(&buf[..n]).ok()?.split_whitespace().nth(1)?.parse().ok()
-    }
 }
 
 /// Seed 002: `tight` threads in a tight acquire/release loop and one slow
-/// thread that does ~1 us of work outside the lock between acquisitions
-/// (and, where Linux tells, reads its run-queue time around each one).
+/// thread that does ~1 us of work outside the lock between acquisitions.
 fn fairness<P: Peer>(tight: usize, dur: Duration) -> Fairness {
     let lock = Arc::new(P::new(0));
     let stop = Arc::new(AtomicBool::new(false));
@@ -788,32 +696,21 @@ fn fairness<P: Peer>(tight: usize, dur: Duration) -> Fairness {
         let (lock, stop) = (lock.clone(), stop.clone());
         std::thread::spawn(move || {
             let (mut ops, mut hist, mut x) = (0u64, Hist::new(), 1u64);
-            let runq = if outside_ns > 0 { RunQueueClock::open() } else { None };
-            let mut own_max = runq.as_ref().map(|_| 0f64);
             while !stop.load(Ordering::Relaxed) {
                 if outside_ns > 0 {
                     x = work_ns(x, outside_ns);
                 }
-                let q0 = runq.as_ref().and_then(RunQueueClock::read);
                 let t0 = ticks();
-                let mut t2 = 0;
                 let t1 = lock.blocking_write(|v| {
                     let t = ticks();
                     *v = work(*v);
-                    t2 = ticks();
                     t
                 });
                 hist.record(t1.saturating_sub(t0));
-                hist.record_hold(t2.saturating_sub(t1));
-                if let (Some(own), Some(q0), Some(q1)) = (&mut own_max, q0, runq.as_ref().and_then(RunQueueClock::read))
-                {
-                    let wait_ns = t1.saturating_sub(t0) as f64 * ns_per_tick();
-                    *own = own.max(wait_ns - q1.saturating_sub(q0) as f64);
-                }
                 ops += 1;
             }
             std::hint::black_box(x);
-            (ops, hist, own_max)
+            (ops, hist)
         })
     };
     let tights: Vec<_> = (0..tight).map(|_| spawn(0)).collect();
@@ -828,14 +725,13 @@ fn fairness<P: Peer>(tight: usize, dur: Duration) -> Fairness {
         cpu: Duration::ZERO,
         tight: Hist::new(),
         slow: Hist::new(),
-        slow_own_max: None,
     };
     for h in tights {
-        let (ops, hist, _) = h.join().unwrap();
+        let (ops, hist) = h.join().unwrap();
         f.tight_ops += ops;
         f.tight.merge(&hist);
     }
-    (f.slow_ops, f.slow, f.slow_own_max) = slow.join().unwrap();
+    (f.slow_ops, f.slow) = slow.join().unwrap();
     (f.elapsed, f.cpu) = (start.elapsed(), cpu_time() - cpu0);
     f
 }
@@ -862,15 +758,13 @@ fn fairness_worst(rows: Vec<Fairness>) -> Vec<Fairness> {
             let rate = |f: &Fairness| (f.tight_ops + f.slow_ops) as f64 / f.elapsed.as_secs_f64();
             g.sort_by(|a, b| rate(a).total_cmp(&rate(b)));
             let (mut tight, mut slow) = (Hist::new(), Hist::new());
-            let mut own = g[0].slow_own_max;
             for f in &g {
                 tight.merge(&f.tight);
                 slow.merge(&f.slow);
-                own = own.zip(f.slow_own_max).map(|(a, b)| a.max(b));
             }
             let mid = g.len() / 2;
             let mut f = g.swap_remove(mid);
-            (f.tight, f.slow, f.slow_own_max) = (tight, slow, own);
+            (f.tight, f.slow) = (tight, slow);
             f
         })
         .collect()
@@ -882,31 +776,19 @@ fn print_fairness(title: &str, rows: &[Fairness]) {
     let pl = rows.iter().find(|f| f.name == "parking_lot").map(total);
     println!("\n== {title}");
     println!(
-        "{:<13} {:>10} {:>8} {:>10} {:>11} {:>13} {:>13} {:>14} {:>13}",
-        "contender",
-        "total/s",
-        "vs pl",
-        "CPU us/op",
-        "slow ops/s",
-        "slow max wait",
-        "  less run-q",
-        "tight max wait",
-        "longest hold"
+        "{:<13} {:>10} {:>8} {:>12} {:>11} {:>13} {:>13}",
+        "contender", "total/s", "vs pl", "CPU us/op", "slow ops/s", "slow max wait", "tight max wait"
     );
     for f in rows {
-        let mut both = f.tight.clone();
-        both.merge(&f.slow);
         println!(
-            "{:<13} {:>10} {:>8} {:>10.3} {:>11} {:>13} {:>13} {:>14} {:>13}",
+            "{:<13} {:>10} {:>8} {:>12.3} {:>11} {:>13} {:>13}",
             f.name,
             fmt_rate(total(f)),
             pl.map_or("-".into(), |p| format!("{:.2}x", total(f) / p)),
             f.cpu.as_secs_f64() * 1e6 / (f.tight_ops + f.slow_ops).max(1) as f64,
             fmt_rate(f.slow_ops as f64 / f.elapsed.as_secs_f64()),
             fmt_ns(f.slow.max as f64 * tick),
-            f.slow_own_max.map_or("-".into(), fmt_ns),
             fmt_ns(f.tight.max as f64 * tick),
-            fmt_hold(&both),
         );
     }
     record(

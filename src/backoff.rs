@@ -28,6 +28,19 @@
 //!   probes): with guards held across `.await` the probe, clock reads
 //!   included, cost a third of each operation's CPU time. A writer
 //!   spinner's own `WOKEN` token is not a change.
+//!
+//!   The rule has a blind spot: an owner that releases and takes the lock
+//!   again between two polls leaves the word looking frozen too. In the
+//!   showdown's async write-heavy run (a worker runs 16 ~50 ns sections per
+//!   task before it yields) 78% of the task spins that got past the first
+//!   poll gave up so, and another 130 k spins a second were skipped; the
+//!   tasks queued instead, at about one queue-and-wake cycle per change of
+//!   worker. A burst of 16 back-to-back polls before giving up tells the two
+//!   owners apart (a cycling owner's free word shows within the burst, a
+//!   frozen word never): give-ups fell by half and write-heavy rose from
+//!   0.92-0.94x to 0.97-0.98x parking_lot, but tasks then also spun out
+//!   owners that run beside oversubscribed threads (the mixed workload: the
+//!   same throughput for 15-20% more CPU per operation), so it is not in.
 //! * `lost` and `credit`: how the tasks that releases woke to compete for the
 //!   lock fared when they ran here. A release normally wakes a task head
 //!   rather than grant it the lock, so that bargers keep the lock busy while

@@ -40,7 +40,10 @@
 //!   frozen word never): give-ups fell by half and write-heavy rose from
 //!   0.92-0.94x to 0.97-0.98x parking_lot, but tasks then also spun out
 //!   owners that run beside oversubscribed threads (the mixed workload: the
-//!   same throughput for 15-20% more CPU per operation), so it is not in.
+//!   same throughput for 6-20% more CPU per operation), so it is not in.
+//!   Nor are the variants that give up after one burst whether or not it
+//!   saw the owner move (+3% on 64 tasks writing, 3-5% more CPU for 4
+//!   threads and 32 tasks, in back-to-back runs of 0.7 s).
 //! * `lost` and `credit`: how the tasks that releases woke to compete for the
 //!   lock fared when they ran here. A release normally wakes a task head
 //!   rather than grant it the lock, so that bargers keep the lock busy while

@@ -61,7 +61,7 @@
 //!   lock for a ~50 ns section instead.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 #[path = "common/clock.rs"]
@@ -70,6 +70,8 @@ mod clock;
 mod peers;
 #[path = "common/report.rs"]
 mod report;
+#[path = "common/work.rs"]
+mod work;
 use peers::{Peer, RefCount};
 
 // ---------------------------------------------------------------------------
@@ -77,6 +79,7 @@ use peers::{Peer, RefCount};
 // ---------------------------------------------------------------------------
 
 use clock::{ns_per_tick, ticks};
+use work::{WORK_ITERS, calibrate_work, work, work_ns};
 
 /// User + system CPU time of the whole process.
 fn cpu_time() -> Duration {
@@ -134,45 +137,6 @@ impl Hist {
         }
         self.max
     }
-}
-
-// ---------------------------------------------------------------------------
-// The critical section: about 50 ns of dependent arithmetic on the data.
-// ---------------------------------------------------------------------------
-
-static WORK_ITERS: AtomicU64 = AtomicU64::new(16);
-
-#[inline(never)]
-fn work(v: u64) -> u64 {
-    let mut x = v;
-    for i in 0..WORK_ITERS.load(Ordering::Relaxed) {
-        x = x.wrapping_mul(6364136223846793005).wrapping_add(i);
-    }
-    x
-}
-
-/// About `ns` nanoseconds of the same arithmetic.
-#[inline(never)]
-fn work_ns(v: u64, ns: u64) -> u64 {
-    let iters = (WORK_ITERS.load(Ordering::Relaxed) * ns / 50).max(1);
-    let mut x = v;
-    for i in 0..iters {
-        x = x.wrapping_mul(6364136223846793005).wrapping_add(i);
-    }
-    x
-}
-
-fn calibrate_work(target_ns: f64) {
-    let n = 200_000u64;
-    let t = Instant::now();
-    let mut x = 1;
-    for _ in 0..n {
-        x = work(x);
-    }
-    std::hint::black_box(x);
-    let per = t.elapsed().as_nanos() as f64 / n as f64;
-    let iters = (WORK_ITERS.load(Ordering::Relaxed) as f64 * target_ns / per).round().max(1.0) as u64;
-    WORK_ITERS.store(iters, Ordering::Relaxed);
 }
 
 struct Xorshift(u64);

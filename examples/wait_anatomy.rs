@@ -32,39 +32,18 @@
 //! blocking API, each with a ~50 ns critical section.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 #[path = "common/clock.rs"]
 mod clock;
 #[path = "common/peers.rs"]
 mod peers;
+#[path = "common/work.rs"]
+mod work;
 use clock::{ns_per_tick, ticks};
 use peers::Peer;
-
-/// Iterations of `work` that take ~50 ns on this machine.
-static WORK_ITERS: AtomicU64 = AtomicU64::new(16);
-
-#[inline(never)]
-fn work(v: u64, iters: u64) -> u64 {
-    let mut x = v;
-    for i in 0..iters {
-        x = x.wrapping_mul(6364136223846793005).wrapping_add(i);
-    }
-    x
-}
-
-fn calibrate() {
-    let (n, iters) = (200_000u64, 1_000u64);
-    let t = Instant::now();
-    let mut x = 1;
-    for _ in 0..n / 100 {
-        x = work(x, iters);
-    }
-    std::hint::black_box(x);
-    let ns_per_iter = t.elapsed().as_nanos() as f64 / (n / 100 * iters) as f64;
-    WORK_ITERS.store((50.0 / ns_per_iter).round().max(1.0) as u64, Ordering::Relaxed);
-}
+use work::{calibrate_work, work, work_ns};
 
 /// The calling thread's time spent runnable without a CPU, in ns (the second
 /// field of Linux's schedstat); `None` elsewhere.
@@ -117,21 +96,19 @@ impl Waits {
 /// around each acquisition. Waits over `bound_ns` are counted.
 fn contender<P: Peer>(lock: &P, stop: &AtomicBool, outside_ns: u64, runq: bool, bound_ns: u64) -> Waits {
     let tick = ns_per_tick();
-    let iters = WORK_ITERS.load(Ordering::Relaxed);
-    let outside_iters = iters * outside_ns / 50;
     let rq = if runq { RunQueue::open() } else { None };
     let mut w = Waits { max_own: rq.as_ref().map(|_| 0), ..Waits::default() };
     let mut x = 1u64;
     while !stop.load(Ordering::Relaxed) {
-        if outside_iters > 0 {
-            x = work(x, outside_iters);
+        if outside_ns > 0 {
+            x = work_ns(x, outside_ns);
         }
         let q0 = rq.as_ref().and_then(RunQueue::read);
         let t0 = ticks();
         let mut end = 0;
         let start = lock.blocking_write(|v| {
             let t = ticks();
-            *v = work(*v, iters);
+            *v = work(*v);
             end = ticks();
             t
         });
@@ -221,7 +198,7 @@ fn main() {
         }
     }
     let want = |name: &str| peers.is_empty() || peers.iter().any(|p| p == name);
-    calibrate();
+    calibrate_work(50.0);
     let dur = Duration::from_secs(secs);
     println!("wait anatomy: {rounds} round(s) of {secs} s per workload; worst figures of all rounds");
     // Every wanted contender, in the table just printed.

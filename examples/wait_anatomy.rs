@@ -197,6 +197,10 @@ fn main() {
             other => panic!("unknown argument {other:?} (--secs N, --rounds N, --peers a,b)"),
         }
     }
+    const KNOWN: [&str; 3] = ["hybrid-sync", "parking_lot", "std"];
+    if let Some(p) = peers.iter().find(|p| !KNOWN.contains(&p.as_str())) {
+        panic!("--peers: unknown contender {p:?} (known: {})", KNOWN.join(", "));
+    }
     let want = |name: &str| peers.is_empty() || peers.iter().any(|p| p == name);
     calibrate_work(50.0);
     let dur = Duration::from_secs(secs);

@@ -75,9 +75,11 @@ pub(crate) const SPIN_PROBE_NS: u32 = 150;
 
 /// After this many spins in a row on one lock that gave up with the lock
 /// word frozen (its owner not running), spinning on it is skipped.
+#[cfg_attr(any(hybrid_sync_loom, hybrid_sync_shuttle), allow(dead_code))] // unused by the models
 pub(crate) const STALLS_BEFORE_SKIP: u32 = 4;
 
 /// While spinning on a lock is skipped, every this many spins still probe.
+#[cfg_attr(any(hybrid_sync_loom, hybrid_sync_shuttle), allow(dead_code))] // unused by the models
 pub(crate) const STALL_RECHECK: u32 = 8;
 
 /// Bounds of the learned pause between two polls of a held lock word.

@@ -51,14 +51,18 @@ impl Shared {
     /// Blocking write: lock, increment, unlock.
     fn write_add(&self) {
         blocking::lock(&self.lock, Write);
+        // SAFETY: the write lock taken just above excludes every other access (loom's cell checks that it does).
         self.data.with_mut(|d| unsafe { *d += 1 });
+        // SAFETY: the write lock taken just above, given up.
         unsafe { self.lock.write_unlock() };
     }
 
     /// Blocking read: lock, read, unlock.
     fn read(&self) -> usize {
         blocking::lock(&self.lock, Read);
+        // SAFETY: the read lock taken just above excludes writers (loom's cell checks that it does).
         let v = self.data.with(|d| unsafe { *d });
+        // SAFETY: the read lock taken just above, given up.
         unsafe { self.lock.read_unlock() };
         v
     }
@@ -110,7 +114,9 @@ fn task_and_thread_share_the_queue() {
             thread::spawn(move || s.write_add())
         };
         loom::future::block_on(Acquire::new(&s.lock, Write));
+        // SAFETY: the future took the write lock for this thread.
         s.data.with_mut(|d| unsafe { *d += 1 });
+        // SAFETY: the write lock the future took, given up.
         unsafe { s.lock.write_unlock() };
         t.join().unwrap();
         assert_eq!(s.read(), 2);
@@ -142,12 +148,14 @@ fn cancel_granted_waiter() {
                 let first = poll_once(fut.as_mut());
                 if first.is_ready() {
                     // Acquired after the release: give it back.
+                    // SAFETY: a ready future took the write lock for this thread.
                     unsafe { s.lock.write_unlock() };
                 }
                 // Dropped here: if it was queued, and perhaps granted, its
                 // Drop must unlink or release.
             })
         };
+        // SAFETY: the write lock taken at the start of the model, given up.
         unsafe { s.lock.write_unlock() };
         t.join().unwrap();
         s.write_add();
@@ -170,6 +178,7 @@ fn cancel_head_lets_readers_behind_in() {
                 let mut fut = pin!(Acquire::new(&s.lock, Write));
                 if poll_once(fut.as_mut()).is_ready() {
                     // Only once the main thread has released both reads.
+                    // SAFETY: a ready future took the write lock for this thread.
                     unsafe { s.lock.write_unlock() };
                 }
                 // Dropped: unlinked, and a reader behind it must be let in.
@@ -177,7 +186,9 @@ fn cancel_head_lets_readers_behind_in() {
         };
         // Completes only if the cancelled writer lets it through.
         loom::future::block_on(Acquire::new(&s.lock, Read));
+        // SAFETY: the read lock the future took, given up.
         unsafe { s.lock.read_unlock() };
+        // SAFETY: the read lock taken at the start of the model, given up.
         unsafe { s.lock.read_unlock() };
         writer.join().unwrap();
         s.assert_idle();
@@ -197,7 +208,9 @@ fn reader_batch_wake() {
                 thread::spawn(move || s.read())
             })
             .collect();
+        // SAFETY: the write lock taken at the start of the model excludes the readers.
         s.data.with_mut(|d| unsafe { *d = 7 });
+        // SAFETY: the write lock taken at the start of the model, given up.
         unsafe { s.lock.write_unlock() };
         for r in readers {
             assert_eq!(r.join().unwrap(), 7);
@@ -222,9 +235,13 @@ fn downgrade_with_waiters() {
             let s = s.clone();
             thread::spawn(move || s.write_add())
         };
+        // SAFETY: the write lock taken at the start of the model excludes the other threads.
         s.data.with_mut(|d| unsafe { *d = 10 });
+        // SAFETY: this thread holds the write lock taken at the start of the model.
         unsafe { s.lock.downgrade() };
+        // SAFETY: the downgrade left this thread a read lock, which excludes the writer.
         assert!(s.data.with(|d| unsafe { *d }) == 10, "no writer between");
+        // SAFETY: the read lock the downgrade left, given up.
         unsafe { s.lock.read_unlock() };
         let seen = reader.join().unwrap();
         assert!(seen == 10 || seen == 11, "{seen}");
@@ -251,6 +268,7 @@ fn spinning_writer_token_and_readers() {
             let s = s.clone();
             thread::spawn(move || s.read())
         };
+        // SAFETY: the read lock taken at the start of the model, given up.
         unsafe { s.lock.read_unlock() };
         writer.join().unwrap();
         let seen = reader.join().unwrap();
@@ -282,7 +300,9 @@ fn two_writers_race_for_a_release(always_handoff: bool) {
             let s = s.clone();
             thread::spawn(move || s.write_add())
         };
+        // SAFETY: the write lock taken at the start of the model excludes the other writers.
         s.data.with_mut(|d| unsafe { *d += 1 });
+        // SAFETY: the write lock taken at the start of the model, given up.
         unsafe { s.lock.write_unlock() };
         first.join().unwrap();
         second.join().unwrap();
@@ -307,6 +327,7 @@ fn licensed_reader_loses_to_a_writer() {
             let s = s.clone();
             thread::spawn(move || s.write_add())
         };
+        // SAFETY: the write lock taken at the start of the model, given up.
         unsafe { s.lock.write_unlock() };
         let seen = reader.join().unwrap();
         assert!(seen <= 1);
@@ -330,6 +351,7 @@ fn woken_future_dropped_passes_the_token_on() {
                 let mut fut = pin!(Acquire::new(&s.lock, Write));
                 let ready = poll_once(fut.as_mut()).is_ready();
                 if ready {
+                    // SAFETY: a ready future took the write lock for this thread.
                     unsafe { s.lock.write_unlock() };
                 }
                 // Dropped: queued, woken or granted, it must pass the lock on.
@@ -339,6 +361,7 @@ fn woken_future_dropped_passes_the_token_on() {
             let s = s.clone();
             thread::spawn(move || s.write_add())
         };
+        // SAFETY: the write lock taken at the start of the model, given up.
         unsafe { s.lock.write_unlock() };
         task.join().unwrap();
         behind.join().unwrap();
@@ -460,6 +483,7 @@ fn reader_polled_while_licensed() {
         assert!(poll_once(fut.as_mut()).is_pending());
         let releaser = {
             let s = s.clone();
+            // SAFETY: the main thread took the write lock at the start of the model and leaves its release to this thread (a raw lock is not tied to the thread that took it).
             thread::spawn(move || unsafe { s.lock.write_unlock() })
         };
         let mut ready = poll_once(fut.as_mut()).is_ready();
@@ -469,6 +493,7 @@ fn reader_polled_while_licensed() {
         }
         assert!(ready, "a licensed reader with the lock free must get in");
         drop(fut);
+        // SAFETY: the read lock the future took, given up.
         unsafe { s.lock.read_unlock() };
         s.assert_idle();
     });
@@ -492,11 +517,15 @@ fn waker_change_on_repoll() {
                 if poll_once(fut.as_mut()).is_pending() {
                     loom::future::block_on(fut.as_mut());
                 }
+                // SAFETY: the future completed (on its first poll or in block_on): it took the write lock for this thread.
                 s.data.with_mut(|d| unsafe { *d += 1 });
+                // SAFETY: that write lock, given up.
                 unsafe { s.lock.write_unlock() };
             })
         };
+        // SAFETY: the write lock taken at the start of the model excludes the other thread.
         s.data.with_mut(|d| unsafe { *d += 1 });
+        // SAFETY: the write lock taken at the start of the model, given up.
         unsafe { s.lock.write_unlock() };
         t.join().unwrap();
         assert_eq!(s.read(), 2);
@@ -525,11 +554,13 @@ fn a_queued_writer_blocks_new_readers() {
                 let got = s.lock.try_acquire(Read);
                 assert!(!(got && crate::state::has_waiters(before)), "a reader passed a queued writer");
                 if got {
+                    // SAFETY: try_acquire took a read lock for this thread.
                     unsafe { s.lock.read_unlock() };
                 }
             })
         };
         newcomer.join().unwrap();
+        // SAFETY: the read lock taken at the start of the model, given up.
         unsafe { s.lock.read_unlock() };
         writer.join().unwrap();
         assert_eq!(s.read(), 1);
@@ -550,10 +581,12 @@ fn reader_overflow_queues() {
             thread::spawn(move || {
                 loom::future::block_on(Acquire::new(&s.lock, Read));
                 assert_eq!(crate::state::reader_count(s.lock.word()), 1, "two readers where one fits");
+                // SAFETY: the read lock the future took, given up.
                 unsafe { s.lock.read_unlock() };
             })
         };
         assert_eq!(crate::state::reader_count(s.lock.word()), 1);
+        // SAFETY: the read lock taken at the start of the model, given up.
         unsafe { s.lock.read_unlock() };
         second.join().unwrap();
         s.assert_idle();

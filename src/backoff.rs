@@ -59,6 +59,18 @@
 //!   barger (short sections) would most likely win the next time, and
 //!   granting there would idle the lock until the grantee runs.
 //!
+//! What the table buys depends on what owners do between acquisitions. A
+//! lock that lets newcomers barge loses nothing to a spinner that oversleeps
+//! a release while the owner takes the lock straight back; the oversleep
+//! idles the lock only when owners go off to do other work (the kernel's
+//! netperf run had ticket locks, where every oversleep idles the lock). The
+//! showdown's two seed 000 tables show both: with 8 operations on a ~20 ns
+//! lock per ~2 us one and nothing in between, the long lock is the
+//! bottleneck and the table buys nothing (1.00x one delay per thread); with
+//! 32 per long one and ~100 ns of work after each, 1.11x on both locks in
+//! the run of 2026-11-30 (0.98-1.38x across runs on this noisy VM, most of
+//! them 1.03-1.2x).
+//!
 //! Delays are in nanoseconds: the cost of one `pause` is measured once at
 //! first use (25 ns on the development EPYC, 10 to 140 cycles across Intel
 //! generations, which is how parking_lot's fixed pause counts went wrong).

@@ -47,8 +47,9 @@
 //!   it shows two locks of different hold times side by side, not what the
 //!   table buys. The second configuration, **seed 000 (b)**, is the one
 //!   that does: 32 short operations per long one and ~100 ns of work
-//!   outside the locks after each, so the long lock is busy about two
-//!   thirds of the time and the short lock is contended. The work between
+//!   outside the locks after each, so the long lock is no longer the
+//!   bottleneck (parking_lot keeps it busy about two thirds of the time)
+//!   and the short lock is contended. The work between
 //!   operations matters too: under a lock that lets newcomers barge, a
 //!   waiter that oversleeps a release costs nothing while the owner takes
 //!   the lock straight back, and idles the lock when the owner goes off to

@@ -100,8 +100,10 @@
 //!   task that just released it, so the lock learns to hand it over in
 //!   FIFO order there, as tokio does, but at a little more cost per
 //!   hand-over than tokio's (the showdown's hold-across table: about 0.9x
-//!   tokio's throughput, with the default or `fair`); if that table is your
-//!   workload, tokio's lock is as good a choice.
+//!   tokio's throughput, with the default or `fair`; partly the clock read
+//!   that stamps each queued wait for the handoff bound, which tokio's
+//!   strict FIFO does not need); if that table is your workload, tokio's
+//!   lock is as good a choice.
 //!
 //! # Differences from `tokio::sync`
 //!

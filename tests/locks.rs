@@ -86,31 +86,53 @@ fn a_queued_writer_blocks_new_readers_but_not_the_held_ones() {
     let _guard = assert_ready!(r2.poll());
 }
 
+/// Runs `attempt` until it is conclusive, at most 20 times. The tests that
+/// expect a newcomer to take a free lock past a queued waiter hold only
+/// while no waiter is due for a handoff: an attempt slowed past half the
+/// handoff timeout (a preempted test thread; CI once stalled one past 1 ms
+/// between queueing a reader and the release, and the due reader was
+/// rightly granted the lock) is inconclusive. `attempt` gets `slow`, which
+/// says whether it has run that long, and returns `false` to be tried again.
+fn retry_if_slow(mut attempt: impl FnMut(&dyn Fn() -> bool) -> bool) {
+    let budget = hybrid_sync::tuning().handoff_timeout / 2;
+    for _ in 0..20 {
+        let start = std::time::Instant::now();
+        if attempt(&|| start.elapsed() >= budget) {
+            return;
+        }
+    }
+    panic!("every attempt ran past half the handoff timeout ({budget:?}): the machine is too slow for this test");
+}
+
 /// By default a release wakes the queued writer to compete instead of handing
 /// it the lock, so a running thread may take the lock first (barging); the
 /// woken writer then waits again, keeping its place. Under `fair` the release
 /// hands the lock to the writer and a newcomer must wait.
 #[test]
 fn release_wakes_head_to_compete_or_hands_off_under_fair() {
-    let m = Mutex::new(0);
-    let g = m.try_lock().unwrap();
-    let mut head = spawn(m.lock());
-    assert_pending!(head.poll());
-    drop(g);
-    assert!(head.is_woken());
-    match m.try_lock() {
-        Ok(barger) => {
-            assert!(!FAIR, "fair must not let a newcomer overtake");
-            assert_pending!(head.poll());
-            drop(barger);
-            assert!(head.is_woken());
-            let _guard = assert_ready!(head.poll());
+    retry_if_slow(|slow| {
+        let m = Mutex::new(0);
+        let g = m.try_lock().unwrap();
+        let mut head = spawn(m.lock());
+        assert_pending!(head.poll());
+        drop(g);
+        assert!(head.is_woken());
+        match m.try_lock() {
+            Ok(barger) => {
+                assert!(!FAIR, "fair must not let a newcomer overtake");
+                assert_pending!(head.poll());
+                drop(barger);
+                assert!(head.is_woken());
+                let _guard = assert_ready!(head.poll());
+            }
+            Err(_) if !FAIR && slow() => return false,
+            Err(_) => {
+                assert!(FAIR, "the default lets a newcomer take a free lock");
+                let _guard = assert_ready!(head.poll());
+            }
         }
-        Err(_) => {
-            assert!(FAIR, "the default lets a newcomer take a free lock");
-            let _guard = assert_ready!(head.poll());
-        }
-    }
+        true
+    });
 }
 
 /// A woken task that lost the lock to bargers twice in a row is not woken
@@ -120,33 +142,21 @@ fn a_woken_task_that_keeps_losing_to_bargers_gets_the_next_release() {
     if FAIR {
         return; // under fair nobody barges
     }
-    // The waiter must stay short of the handoff timeout for the whole test,
-    // or the handoff (rightly) refuses the bargers: an attempt slowed past
-    // half of it (a preempted thread) is inconclusive and tries again.
-    let budget = hybrid_sync::tuning().handoff_timeout / 2;
-    for _ in 0..20 {
-        let start = std::time::Instant::now();
+    retry_if_slow(|slow| {
         let m = Mutex::new(0);
         let g = m.try_lock().unwrap();
         let mut head = spawn(m.lock());
         assert_pending!(head.poll());
         drop(g);
-        let mut slow = false;
         for round in 0..2 {
             assert!(head.is_woken(), "round {round}");
             let barger = match m.try_lock() {
                 Ok(b) => b,
-                Err(_) if start.elapsed() >= budget => {
-                    slow = true;
-                    break;
-                }
+                Err(_) if slow() => return false,
                 Err(e) => panic!("the default lets a newcomer take a free lock: {e}"),
             };
             assert_pending!(head.poll()); // lost
             drop(barger);
-        }
-        if slow {
-            continue;
         }
         assert!(head.is_woken());
         // Handed over: a newcomer cannot take it before the head runs.
@@ -154,9 +164,8 @@ fn a_woken_task_that_keeps_losing_to_bargers_gets_the_next_release() {
         let guard = assert_ready!(head.poll());
         drop(guard);
         assert!(m.try_lock().is_ok());
-        return;
-    }
-    panic!("every attempt ran past half the handoff timeout ({budget:?}): the machine is too slow for this test");
+        true
+    });
 }
 
 /// A woken writer that a licensed reader went back in front of is dropped:
@@ -167,23 +176,34 @@ fn dropping_a_woken_writer_behind_a_requeued_reader_passes_the_token_on() {
     if FAIR {
         return; // under fair nobody barges, so a licensed reader never loses
     }
-    let lock = RwLock::new(0);
-    let g = lock.try_write().unwrap();
-    let mut reader = spawn(lock.read());
-    let mut writer = spawn(lock.write());
-    assert_pending!(reader.poll());
-    assert_pending!(writer.poll());
-    drop(g); // licenses the reader at the head
-    assert!(reader.is_woken());
-    let b = lock.try_write().expect("a newcomer may take the free lock");
-    drop(b); // wakes the writer, now the head, with the token
-    assert!(writer.is_woken());
-    let b2 = lock.try_write().expect("a newcomer may still barge");
-    assert_pending!(reader.poll()); // loses to b2: back in front of the writer
-    drop(writer); // the woken writer leaves, not from the head
-    drop(b2);
-    assert!(reader.is_woken(), "the release must wake the reader");
-    let _r = assert_ready!(reader.poll());
+    retry_if_slow(|slow| {
+        let lock = RwLock::new(0);
+        let g = lock.try_write().unwrap();
+        let mut reader = spawn(lock.read());
+        let mut writer = spawn(lock.write());
+        assert_pending!(reader.poll());
+        assert_pending!(writer.poll());
+        drop(g); // licenses the reader at the head
+        assert!(reader.is_woken());
+        let b = match lock.try_write() {
+            Ok(b) => b,
+            Err(_) if slow() => return false,
+            Err(e) => panic!("a newcomer may take the free lock: {e}"),
+        };
+        drop(b); // wakes the writer, now the head, with the token
+        assert!(writer.is_woken());
+        let b2 = match lock.try_write() {
+            Ok(b2) => b2,
+            Err(_) if slow() => return false,
+            Err(e) => panic!("a newcomer may still barge: {e}"),
+        };
+        assert_pending!(reader.poll()); // loses to b2: back in front of the writer
+        drop(writer); // the woken writer leaves, not from the head
+        drop(b2);
+        assert!(reader.is_woken(), "the release must wake the reader");
+        let _r = assert_ready!(reader.poll());
+        true
+    });
 }
 
 /// A reader woken with a licence (its release did not wake the writer
@@ -403,25 +423,32 @@ fn a_waker_may_reenter_the_lock_when_dropped_or_woken() {
 /// under `fair` it waits its turn, exactly as tokio.
 #[test]
 fn two_pending_futures_on_one_task() {
-    let m = Mutex::new(());
-    let g = m.try_lock().unwrap();
-    let mut b = spawn(m.lock());
-    let mut a = spawn(m.lock());
-    assert_pending!(b.poll());
-    assert_pending!(a.poll());
-    drop(g);
-    if FAIR {
-        assert_pending!(a.poll());
-        drop(b);
-        assert!(a.is_woken());
-        let _guard = assert_ready!(a.poll());
-    } else {
-        let ga = assert_ready!(a.poll());
+    retry_if_slow(|slow| {
+        let m = Mutex::new(());
+        let g = m.try_lock().unwrap();
+        let mut b = spawn(m.lock());
+        let mut a = spawn(m.lock());
         assert_pending!(b.poll());
-        drop(ga);
-        assert!(b.is_woken());
-        let _guard = assert_ready!(b.poll());
-    }
+        assert_pending!(a.poll());
+        drop(g);
+        if FAIR {
+            assert_pending!(a.poll());
+            drop(b);
+            assert!(a.is_woken());
+            let _guard = assert_ready!(a.poll());
+        } else {
+            let ga = match a.poll() {
+                std::task::Poll::Ready(ga) => ga,
+                std::task::Poll::Pending if slow() => return false,
+                std::task::Poll::Pending => panic!("the awaited future did not get the free lock"),
+            };
+            assert_pending!(b.poll());
+            drop(ga);
+            assert!(b.is_woken());
+            let _guard = assert_ready!(b.poll());
+        }
+        true
+    });
 }
 
 // --- coop budget ---------------------------------------------------------------

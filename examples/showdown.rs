@@ -24,7 +24,11 @@
 //! Workloads:
 //!
 //! * **uncontended**: one task acquires and releases in a loop; ns per
-//!   acquire+release (the cost every call pays).
+//!   acquire+release (the cost every call pays), the best of 5 rounds that
+//!   each run every contender once. Beside it, tokio's coop charge alone
+//!   (`poll_proceed` + `made_progress`, which every acquisition in a tokio
+//!   task pays, tokio's own locks included) and with a parking_lot read: the
+//!   floor under an async lock that honours tokio's budget.
 //! * **async write-heavy**: 64 tasks on 2 worker threads, every operation a
 //!   write with a ~50 ns critical section; each task yields to the runtime
 //!   every 16 operations, standing in for the rest of a handler's work.
@@ -318,22 +322,47 @@ fn print_handoff_spin(rows: &[(&str, f64)]) {
 // Workloads
 // ---------------------------------------------------------------------------
 
-/// ns per acquire+release of one task on a current-thread runtime; the best
-/// of three runs.
-fn uncontended<P: Peer>(write: bool, n: u64) -> f64 {
-    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+/// Rounds of the uncontended table; each contender's best one counts.
+const UNCONTENDED_ROUNDS: u32 = 5;
+
+/// One uncontended measurement: ns per operation over `n` operations of one
+/// task on the given current-thread runtime.
+type Measure = Box<dyn Fn(&tokio::runtime::Runtime, u64) -> f64>;
+
+/// ns per acquire+release of one task, on a lock of its own that lives
+/// across the rounds.
+fn uncontended<P: Peer + 'static>(write: bool) -> Measure {
     let lock = P::new(0);
-    let mut best = f64::MAX;
-    for _ in 0..3 {
+    Box::new(move |rt, n| {
         let t = Instant::now();
         if write {
-            lock.uncontended_write(&rt, n);
+            lock.uncontended_write(rt, n);
         } else {
-            lock.uncontended_read(&rt, n);
+            lock.uncontended_read(rt, n);
         }
-        best = best.min(t.elapsed().as_nanos() as f64 / n as f64);
-    }
-    best
+        t.elapsed().as_nanos() as f64 / n as f64
+    })
+}
+
+/// ns per unit of tokio's coop budget charged the way every lock that
+/// honours the budget charges it (`poll_proceed`, then `made_progress`),
+/// measured as `uncontended` measures a lock: the floor under any async
+/// acquisition in a tokio task. With `lock` also a parking_lot read around
+/// each charge: what parking_lot would cost if it charged the budget.
+fn coop_charge(lock: bool) -> Measure {
+    let pl = parking_lot::RwLock::new(0u64);
+    Box::new(move |rt, n| {
+        let t = Instant::now();
+        rt.block_on(async {
+            for _ in 0..n {
+                if lock {
+                    std::hint::black_box(*pl.read());
+                }
+                tokio::task::coop::consume_budget().await;
+            }
+        });
+        t.elapsed().as_nanos() as f64 / n as f64
+    })
 }
 
 /// `tasks` tasks on a `workers`-thread runtime; `read_per_mille` of the
@@ -918,7 +947,8 @@ fn main() {
     let opts = Opts::parse();
     let full = opts.full;
     let dur = if full { Duration::from_secs(1) } else { Duration::from_millis(300) };
-    let n_uncontended = if full { 10_000_000 } else { 3_000_000 };
+    // Per round: 3 rounds of 10 M (3 M quick) before the rounds were interleaved.
+    let n_uncontended = if full { 6_000_000 } else { 1_800_000 };
 
     let handoff_override =
         std::env::var("SHOWDOWN_HANDOFF_US").ok().and_then(|v| v.parse().ok()).map(Duration::from_micros);
@@ -944,18 +974,35 @@ fn main() {
     );
 
     if opts.workload("uncontended") {
-        println!("\n== uncontended: one task, acquire + release (ns per op, best of 3)");
+        println!(
+            "\n== uncontended: one task, acquire + release (ns per op, best of {UNCONTENDED_ROUNDS} interleaved rounds)"
+        );
         println!("{:<13} {:>12} {:>12} {:>12} {:>16}", "contender", "read", "write", "mutex lock", "vs tokio r/w/m");
-        let mut rows = Vec::new();
+        // Every contender once per round, so that each meets the VM's fast
+        // and slow phases alike (they last seconds here, and a best-of-3
+        // per contender run back to back compared one phase with another).
+        let mut names = Vec::new();
+        let mut cells: Vec<Measure> = Vec::new();
         for_each_rwlock!(P => {
-            progress(&format!("uncontended {}", P::NAME));
-            rows.push((P::NAME, uncontended::<P>(false, n_uncontended), uncontended::<P>(true, n_uncontended)));
+            names.push(P::NAME);
+            cells.push(uncontended::<P>(false));
+            cells.push(uncontended::<P>(true));
         });
-        let mut mutex = Vec::new();
-        for_each_mutex!(P => {
-            progress(&format!("uncontended mutex {}", P::NAME));
-            mutex.push(uncontended::<P>(true, n_uncontended));
-        });
+        for_each_mutex!(P => cells.push(uncontended::<P>(true)));
+        cells.push(coop_charge(false));
+        cells.push(coop_charge(true));
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let mut best = vec![f64::MAX; cells.len()];
+        for round in 1..=UNCONTENDED_ROUNDS {
+            progress(&format!("uncontended, round {round} of {UNCONTENDED_ROUNDS}"));
+            for (b, measure) in best.iter_mut().zip(&cells) {
+                *b = b.min(measure(&rt, n_uncontended));
+            }
+        }
+        let k = names.len();
+        let rows: Vec<_> = names.iter().enumerate().map(|(i, &n)| (n, best[2 * i], best[2 * i + 1])).collect();
+        let mutex = &best[2 * k..3 * k];
+        let (charge, pl_charged) = (best[3 * k], best[3 * k + 1]);
         eprint!("\r\x1b[2K");
         let ns = |name: &str, v: f64| report::Record {
             name: name.to_string(),
@@ -981,10 +1028,10 @@ fn main() {
             "uncontended lock: Mutex lock + release, one task",
             "ns per acquire+release",
             false,
-            rows.iter().zip(&mutex).map(|((n, _, _), m)| ns(n, *m)).collect(),
+            rows.iter().zip(mutex).map(|((n, _, _), m)| ns(n, *m)).collect(),
         );
         let (tr, tw, tm) = (rows[1].1, rows[1].2, mutex[1]);
-        for ((name, r, w), m) in rows.iter().zip(&mutex) {
+        for ((name, r, w), m) in rows.iter().zip(mutex) {
             println!(
                 "{:<13} {:>9.1} ns {:>9.1} ns {:>9.1} ns {:>6.2}/{:.2}/{:.2}",
                 name,
@@ -996,6 +1043,16 @@ fn main() {
                 m / tm
             );
         }
+        println!(
+            "tokio's coop charge, which every acquisition in a tokio task pays (tokio's locks and hybrid-sync's \
+             alike): {charge:.1} ns alone, {pl_charged:.1} ns with a parking_lot read beside it"
+        );
+        record(
+            "uncontended: tokio's coop charge per acquisition",
+            "ns per charge",
+            false,
+            vec![ns("coop charge", charge), ns("parking_lot read + charge", pl_charged)],
+        );
     }
 
     // Contended workloads run every contender once per round, round-robin,

@@ -947,7 +947,7 @@ fn main() {
     let opts = Opts::parse();
     let full = opts.full;
     let dur = if full { Duration::from_secs(1) } else { Duration::from_millis(300) };
-    // Per round: 3 rounds of 10 M (3 M quick) before the rounds were interleaved.
+    // Operations per contender and round: 30 M in all (9 M quick).
     let n_uncontended = if full { 6_000_000 } else { 1_800_000 };
 
     let handoff_override =
@@ -981,28 +981,23 @@ fn main() {
         // Every contender once per round, so that each meets the VM's fast
         // and slow phases alike (they last seconds here, and a best-of-3
         // per contender run back to back compared one phase with another).
-        let mut names = Vec::new();
-        let mut cells: Vec<Measure> = Vec::new();
-        for_each_rwlock!(P => {
-            names.push(P::NAME);
-            cells.push(uncontended::<P>(false));
-            cells.push(uncontended::<P>(true));
-        });
-        for_each_mutex!(P => cells.push(uncontended::<P>(true)));
-        cells.push(coop_charge(false));
-        cells.push(coop_charge(true));
+        let cell = |measure: Measure| (measure, f64::MAX);
+        let mut rw = Vec::new();
+        for_each_rwlock!(P => rw.push((P::NAME, cell(uncontended::<P>(false)), cell(uncontended::<P>(true)))));
+        let mut mutex = Vec::new();
+        for_each_mutex!(P => mutex.push(cell(uncontended::<P>(true))));
+        let mut charge = [cell(coop_charge(false)), cell(coop_charge(true))];
         let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
-        let mut best = vec![f64::MAX; cells.len()];
         for round in 1..=UNCONTENDED_ROUNDS {
             progress(&format!("uncontended, round {round} of {UNCONTENDED_ROUNDS}"));
-            for (b, measure) in best.iter_mut().zip(&cells) {
-                *b = b.min(measure(&rt, n_uncontended));
+            let cells = rw.iter_mut().flat_map(|(_, r, w)| [r, w]).chain(&mut mutex).chain(&mut charge);
+            for (measure, best) in cells {
+                *best = best.min(measure(&rt, n_uncontended));
             }
         }
-        let k = names.len();
-        let rows: Vec<_> = names.iter().enumerate().map(|(i, &n)| (n, best[2 * i], best[2 * i + 1])).collect();
-        let mutex = &best[2 * k..3 * k];
-        let (charge, pl_charged) = (best[3 * k], best[3 * k + 1]);
+        let rows: Vec<_> = rw.iter().map(|(name, r, w)| (*name, r.1, w.1)).collect();
+        let mutex: Vec<f64> = mutex.iter().map(|m| m.1).collect();
+        let (charge, pl_charged) = (charge[0].1, charge[1].1);
         eprint!("\r\x1b[2K");
         let ns = |name: &str, v: f64| report::Record {
             name: name.to_string(),
@@ -1028,10 +1023,10 @@ fn main() {
             "uncontended lock: Mutex lock + release, one task",
             "ns per acquire+release",
             false,
-            rows.iter().zip(mutex).map(|((n, _, _), m)| ns(n, *m)).collect(),
+            rows.iter().zip(&mutex).map(|((n, _, _), m)| ns(n, *m)).collect(),
         );
         let (tr, tw, tm) = (rows[1].1, rows[1].2, mutex[1]);
-        for ((name, r, w), m) in rows.iter().zip(mutex) {
+        for ((name, r, w), m) in rows.iter().zip(&mutex) {
             println!(
                 "{:<13} {:>9.1} ns {:>9.1} ns {:>9.1} ns {:>6.2}/{:.2}/{:.2}",
                 name,

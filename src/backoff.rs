@@ -270,6 +270,8 @@ pub(crate) fn spin(addr: usize, limit_ns: u32, mut probe: impl FnMut() -> Probe)
     let mut changed = false;
     let mut paused = false;
     let mut polled = Some(first);
+    // The latest clock reading, and the pause taken after it.
+    let (mut now, mut pause) = (start, 0);
     let outcome = loop {
         match polled.take().unwrap_or_else(&mut probe) {
             Probe::Acquired => break Spin::Acquired,
@@ -293,7 +295,7 @@ pub(crate) fn spin(addr: usize, limit_ns: u32, mut probe: impl FnMut() -> Probe)
                 }
             }
         }
-        let now = Instant::now();
+        now = Instant::now();
         let quiet = now.duration_since(last_change).as_nanos();
         if now.duration_since(start).as_nanos() >= limit_ns as u128 || quiet >= stall_ns {
             break Spin::GaveUp;
@@ -301,11 +303,21 @@ pub(crate) fn spin(addr: usize, limit_ns: u32, mut probe: impl FnMut() -> Probe)
         // Never sleep past the point where the owner counts as stalled: a
         // learned delay longer than the stall budget would turn every
         // "probe only" spin into a full delay.
-        pause_ns((slot.delay_ns as u128).min(stall_ns - quiet) as u32);
+        pause = (slot.delay_ns as u128).min(stall_ns - quiet) as u32;
+        pause_ns(pause);
         paused = true;
     };
 
-    let waited = start.elapsed().as_nanos().min(u32::MAX as u128) as u32;
+    // No clock read after a win: the lock is ours from the winning poll on,
+    // and whatever runs here lengthens the critical section (a clock read
+    // costs 20-45 ns on the development VMs, about a short section). The
+    // last reading plus the pause after it is what the win took, to within
+    // one poll.
+    let waited = match outcome {
+        Spin::Acquired => now.duration_since(start).as_nanos() + pause as u128,
+        _ => now.duration_since(start).as_nanos(),
+    }
+    .min(u32::MAX as u128) as u32;
     // Count the spins in a row that ended on a frozen word (a probe after a
     // run of skipped spins restarts the run); any sign of life clears it.
     slot.stalls = match outcome {

@@ -738,6 +738,7 @@ impl<L: Layout> RawRwLock<L> {
         // poll that saw a pending handoff and the next poll (or the end).
         let mut handoff_seen: Option<Instant> = None;
         let mut handoff_ns = 0u64;
+        let mut slot_held = true;
         let result = backoff::spin(self as *const Self as usize, limit_ns, || {
             let s = self.state.load(Ordering::Relaxed);
             if let Some(seen) = handoff_seen.take() {
@@ -754,6 +755,12 @@ impl<L: Layout> RawRwLock<L> {
                 return match self.state.compare_exchange(s, new, Ordering::Acquire, Ordering::Relaxed) {
                     Ok(_) => {
                         token = false;
+                        // Give the slot back at once: the lock is held from
+                        // here on, so a cache miss here would lengthen the
+                        // section, and inline locks keep the slot count on
+                        // the lock word's line, still ours from the CAS.
+                        self.queue().release_spinner();
+                        slot_held = false;
                         Probe::Acquired
                     }
                     Err(_) => Probe::Lost,
@@ -780,7 +787,9 @@ impl<L: Layout> RawRwLock<L> {
         if token {
             self.drop_token();
         }
-        self.queue().release_spinner();
+        if slot_held {
+            self.queue().release_spinner();
+        }
         self.stats.event(match result {
             Spin::Acquired => Event::SpinWin,
             Spin::Handoff => Event::SpinHandoff,

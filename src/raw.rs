@@ -738,7 +738,6 @@ impl<L: Layout> RawRwLock<L> {
         // poll that saw a pending handoff and the next poll (or the end).
         let mut handoff_seen: Option<Instant> = None;
         let mut handoff_ns = 0u64;
-        let mut slot_held = true;
         let result = backoff::spin(self as *const Self as usize, limit_ns, || {
             let s = self.state.load(Ordering::Relaxed);
             if let Some(seen) = handoff_seen.take() {
@@ -760,7 +759,6 @@ impl<L: Layout> RawRwLock<L> {
                         // section, and inline locks keep the slot count on
                         // the lock word's line, still ours from the CAS.
                         self.queue().release_spinner();
-                        slot_held = false;
                         Probe::Acquired
                     }
                     Err(_) => Probe::Lost,
@@ -787,7 +785,8 @@ impl<L: Layout> RawRwLock<L> {
         if token {
             self.drop_token();
         }
-        if slot_held {
+        // A win gave the slot back already, in the poll that won.
+        if result != Spin::Acquired {
             self.queue().release_spinner();
         }
         self.stats.event(match result {

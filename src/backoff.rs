@@ -71,6 +71,14 @@
 //! the run of 2026-11-30 (0.98-1.38x across runs on this noisy VM, most of
 //! them 1.03-1.2x).
 //!
+//! Two other shapes of the poll loop were measured against parking_lot on
+//! 2026-12-01 and left out (figures in the README's "Where it stands"): three
+//! clock-free polls after 1, 2 and 4 pauses before the timed spin (async
+//! write-heavy 0.74x to 0.64x, mixed 0.71x to 0.64x; most likely each extra
+//! poll pulls the owner's line), and a pause that doubles after every poll
+//! of one spin (throughput within the noise either way, p99 waits longer:
+//! seed 002 with 4 tight threads 64 us to 911 us).
+//!
 //! Delays are in nanoseconds: the cost of one `pause` is measured once at
 //! first use (25 ns on the development EPYC, 10 to 140 cycles across Intel
 //! generations, which is how parking_lot's fixed pause counts went wrong).

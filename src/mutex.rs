@@ -242,7 +242,7 @@ impl<T: ?Sized> Mutex<T> {
             // SAFETY: the lock is held, now on the guard's behalf.
             return unsafe { MutexGuard::new(self) };
         }
-        self.raw.trace().async_op(Acquire::new(&self.raw, Kind::Write), "Mutex::lock").await;
+        self.raw.trace().async_op(Acquire::after_failed_try(&self.raw, Kind::Write), "Mutex::lock").await;
         // SAFETY: the future above completed, so the lock is ours.
         unsafe { MutexGuard::new(self) }
     }
@@ -344,7 +344,7 @@ impl<T: ?Sized> Mutex<T> {
             // SAFETY: the lock is held, now on the guard's behalf.
             return unsafe { OwnedMutexGuard::new(self) };
         }
-        self.raw.trace().async_op(Acquire::new(&self.raw, Kind::Write), "Mutex::lock_owned").await;
+        self.raw.trace().async_op(Acquire::after_failed_try(&self.raw, Kind::Write), "Mutex::lock_owned").await;
         // SAFETY: the future above completed, so the lock is ours.
         unsafe { OwnedMutexGuard::new(self) }
     }

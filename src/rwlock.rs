@@ -342,7 +342,7 @@ impl<T: ?Sized> RwLock<T> {
             // SAFETY: the lock is held, now on the guard's behalf.
             return unsafe { RwLockReadGuard::new(self) };
         }
-        self.raw.trace().async_op(Acquire::new(&self.raw, Kind::Read), "RwLock::read").await;
+        self.raw.trace().async_op(Acquire::after_failed_try(&self.raw, Kind::Read), "RwLock::read").await;
         // SAFETY: the future completed, so we hold a read lock.
         unsafe { RwLockReadGuard::new(self) }
     }
@@ -423,7 +423,7 @@ impl<T: ?Sized> RwLock<T> {
             // SAFETY: the lock is held, now on the guard's behalf.
             return unsafe { OwnedRwLockReadGuard::new(self) };
         }
-        self.raw.trace().async_op(Acquire::new(&self.raw, Kind::Read), "RwLock::read_owned").await;
+        self.raw.trace().async_op(Acquire::after_failed_try(&self.raw, Kind::Read), "RwLock::read_owned").await;
         // SAFETY: the future completed, so we hold a read lock.
         unsafe { OwnedRwLockReadGuard::new(self) }
     }
@@ -510,7 +510,7 @@ impl<T: ?Sized> RwLock<T> {
             // SAFETY: the lock is held, now on the guard's behalf.
             return unsafe { RwLockWriteGuard::new(self) };
         }
-        self.raw.trace().async_op(Acquire::new(&self.raw, Kind::Write), "RwLock::write").await;
+        self.raw.trace().async_op(Acquire::after_failed_try(&self.raw, Kind::Write), "RwLock::write").await;
         // SAFETY: the future completed, so we hold the write lock.
         unsafe { RwLockWriteGuard::new(self) }
     }
@@ -591,7 +591,7 @@ impl<T: ?Sized> RwLock<T> {
             // SAFETY: the lock is held, now on the guard's behalf.
             return unsafe { OwnedRwLockWriteGuard::new(self) };
         }
-        self.raw.trace().async_op(Acquire::new(&self.raw, Kind::Write), "RwLock::write_owned").await;
+        self.raw.trace().async_op(Acquire::after_failed_try(&self.raw, Kind::Write), "RwLock::write_owned").await;
         // SAFETY: the future completed, so we hold the write lock.
         unsafe { OwnedRwLockWriteGuard::new(self) }
     }

@@ -13,9 +13,9 @@
 //!   H  HANDOFF   the queue head demands the lock: nobody else may take it,
 //!                nobody spins, and the next release grants it to the head
 //!   K  WOKEN     a writer that is awake will take the lock next: the queue
-//!                head a release woke, or a writer spinning while nobody is
-//!                queued. New readers hold back, and a release need not
-//!                wake anyone
+//!                head a release woke, or a writer spinning on readers while
+//!                nobody is queued. New readers hold back, and a release
+//!                need not wake anyone
 //! ```
 //!
 //! # Who changes what
@@ -30,9 +30,10 @@
 //!   that checks the lock is still held (so the holder's release will wake
 //!   someone), or by clearing it and then dispatching if the lock is free.
 //!   Its owners are the (writer) queue head that a release woke, and a
-//!   writer spinner that took it while the queue was empty: like parking_lot
-//!   setting its writer bit before waiting for readers to drain, it stops new
-//!   readers from streaming in while the writer waits for the current ones.
+//!   writer spinner that took it while readers held the lock and the queue
+//!   was empty: like parking_lot setting its writer bit before waiting for
+//!   readers to drain, it stops new readers from streaming in while the
+//!   writer waits for the current ones.
 //!
 //! # Invariants
 //!

@@ -17,9 +17,13 @@ use crate::state::Kind;
 use crate::stats::Stamp;
 use crate::wait_queue::{Task, Waiter};
 
+#[derive(PartialEq, Eq)]
 enum Phase {
     /// Not polled yet, or polled and not queued.
     Start,
+    /// Not polled yet, and the caller's fast path has just failed: the
+    /// first poll goes straight to the contended path.
+    Contend,
     /// The node is in the queue.
     Queued,
     /// The lock is ours, but the coop budget made us yield before returning.
@@ -51,6 +55,15 @@ impl<'a, L: Layout> Acquire<'a, L> {
     pub(crate) fn new(lock: &'a RawRwLock<L>, kind: Kind) -> Self {
         Acquire { lock, node: Waiter::new(kind, lock.key()), phase: Phase::Start, since: Stamp::unset() }
     }
+
+    /// For a caller whose own [`try_acquire`](RawRwLock::try_acquire) has
+    /// just failed: the first poll does not try the word again. A second
+    /// compare-and-swap on a held lock only takes its cache line from the
+    /// owner, who is inside its critical section.
+    #[inline]
+    pub(crate) fn after_failed_try(lock: &'a RawRwLock<L>, kind: Kind) -> Self {
+        Acquire { lock, node: Waiter::new(kind, lock.key()), phase: Phase::Contend, since: Stamp::unset() }
+    }
 }
 
 impl<L: Layout> Future for Acquire<'_, L> {
@@ -62,9 +75,9 @@ impl<L: Layout> Future for Acquire<'_, L> {
         // for as long as it can be linked (until our Drop unlinks it).
         let this = unsafe { self.get_unchecked_mut() };
         match this.phase {
-            Phase::Start => {
+            Phase::Start | Phase::Contend => {
                 let kind = this.node.kind;
-                if !this.lock.try_acquire(kind) {
+                if this.phase == Phase::Contend || !this.lock.try_acquire(kind) {
                     this.since = Stamp::now();
                     if !this.lock.lock_contended(&this.node, spin_limit(), || Task::Waker(cx.waker().clone())) {
                         this.phase = Phase::Queued;
@@ -98,7 +111,7 @@ impl<L: Layout> Drop for Acquire<'_, L> {
             // SAFETY: the lock was taken for this future and never handed
             // to a guard.
             Phase::Held => unsafe { self.lock.unlock(self.node.kind) },
-            Phase::Start | Phase::Done => {}
+            Phase::Start | Phase::Contend | Phase::Done => {}
         }
     }
 }

@@ -122,7 +122,14 @@
 //!   `with_max_readers` accepts tokio's whole range and caps it there, a
 //!   limit no program reaches (it takes 4 GiB of live read guards).
 //! * **Size.** `RwLock<()>` and `Mutex<()>` are 16 bytes (tokio: 48 and 40).
-//! * **Tracing.** tokio-console resource spans are not emitted.
+//! * **Tracing.** tokio-console sees the locks only with the `tracing`
+//!   feature (tokio needs `tokio_unstable` and its own `tracing` feature);
+//!   the async-op spans are made only for acquisitions that wait.
+//! * **Signatures.** `read`, `write` and `lock` are `fn`s that return
+//!   `impl Future` where tokio has `async fn`s. Callers cannot tell (the
+//!   futures have tokio's auto traits, `!Unpin` included), and the
+//!   uncontended path, one compare-and-swap and tokio's coop charge, is
+//!   inlined wherever the future is awaited.
 //! * **A future that is never polled again.** A queued future woken by a
 //!   release holds that wakeup (and a writer's WOKEN token) until it is
 //!   polled or dropped, as a tokio future holds a granted permit: a future

@@ -8,7 +8,7 @@ use core::marker::PhantomData;
 use core::ops::{Deref, DerefMut};
 use core::ptr::NonNull;
 
-use crate::acquire::future::Acquire;
+use crate::acquire::future::Lock;
 use crate::config::{FAIR, LOCKREF_BACKOFF_MAX_NS, LOCKREF_BACKOFF_MIN_NS};
 use crate::error::TryLockError;
 use crate::layout::{COUNT_SHIFT, Counted, count_half, lock_half};
@@ -592,12 +592,10 @@ impl<T: ?Sized> LockRef<T> {
     where
         T: Send,
     {
-        let acquire = Acquire::new(&self.raw, Kind::Write);
-        async move {
-            acquire.await;
-            // SAFETY: the future above completed, so the lock is ours.
-            unsafe { LockRefGuard::new(self) }
-        }
+        // SAFETY: `Lock` makes the guard once, with the lock held for it.
+        let make = move || unsafe { LockRefGuard::new(self) };
+        // SAFETY: `make` hands the lock to the guard.
+        unsafe { Lock::new(&self.raw, Kind::Write, "LockRef::lock_async", make) }
     }
 
     /// Locks the value and the count if the lock is free right now.

@@ -19,7 +19,7 @@ use loom::cell::UnsafeCell;
 use loom::sync::Arc;
 use loom::thread;
 
-use crate::acquire::{blocking, future::Acquire};
+use crate::acquire::{blocking, future::Lock};
 use crate::config::testing::set_handoff_timeout;
 use crate::raw::RawRwLock;
 use crate::state::Kind::{Read, Write};
@@ -27,6 +27,13 @@ use crate::state::Kind::{Read, Write};
 /// The handoff timeout is process-wide; models that depend on it run one at
 /// a time, holding this.
 static SERIAL: Mutex<()> = Mutex::new(());
+
+/// The future every async acquisition awaits (`RwLock::read`, `Mutex::lock`
+/// and the rest), making no guard: the model owns the lock once it completes.
+fn acquire(lock: &RawRwLock, kind: crate::state::Kind) -> Lock<'_, fn()> {
+    // SAFETY: `make` does nothing; the model releases the lock itself.
+    unsafe { Lock::new(lock, kind, "model", || ()) }
+}
 
 /// Pins the handoff timeout for one model: `Some(ZERO)` makes every queued
 /// waiter due at once (every release hands off), `None`-like "never" makes
@@ -113,7 +120,7 @@ fn task_and_thread_share_the_queue() {
             let s = s.clone();
             thread::spawn(move || s.write_add())
         };
-        loom::future::block_on(Acquire::new(&s.lock, Write));
+        loom::future::block_on(acquire(&s.lock, Write));
         // SAFETY: the future took the write lock for this thread.
         s.data.with_mut(|d| unsafe { *d += 1 });
         // SAFETY: the write lock the future took, given up.
@@ -144,7 +151,7 @@ fn cancel_granted_waiter() {
         let t = {
             let s = s.clone();
             thread::spawn(move || {
-                let mut fut = pin!(Acquire::new(&s.lock, Write));
+                let mut fut = pin!(acquire(&s.lock, Write));
                 let first = poll_once(fut.as_mut());
                 if first.is_ready() {
                     // Acquired after the release: give it back.
@@ -175,7 +182,7 @@ fn cancel_head_lets_readers_behind_in() {
         let writer = {
             let s = s.clone();
             thread::spawn(move || {
-                let mut fut = pin!(Acquire::new(&s.lock, Write));
+                let mut fut = pin!(acquire(&s.lock, Write));
                 if poll_once(fut.as_mut()).is_ready() {
                     // Only once the main thread has released both reads.
                     // SAFETY: a ready future took the write lock for this thread.
@@ -185,7 +192,7 @@ fn cancel_head_lets_readers_behind_in() {
             })
         };
         // Completes only if the cancelled writer lets it through.
-        loom::future::block_on(Acquire::new(&s.lock, Read));
+        loom::future::block_on(acquire(&s.lock, Read));
         // SAFETY: the read lock the future took, given up.
         unsafe { s.lock.read_unlock() };
         // SAFETY: the read lock taken at the start of the model, given up.
@@ -348,7 +355,7 @@ fn woken_future_dropped_passes_the_token_on() {
         let task = {
             let s = s.clone();
             thread::spawn(move || {
-                let mut fut = pin!(Acquire::new(&s.lock, Write));
+                let mut fut = pin!(acquire(&s.lock, Write));
                 let ready = poll_once(fut.as_mut()).is_ready();
                 if ready {
                     // SAFETY: a ready future took the write lock for this thread.
@@ -479,7 +486,7 @@ fn reader_polled_while_licensed() {
     loom::model(|| {
         let s = Shared::new();
         blocking::lock(&s.lock, Write);
-        let mut fut = Box::pin(Acquire::new(&s.lock, Read));
+        let mut fut = Box::pin(acquire(&s.lock, Read));
         assert!(poll_once(fut.as_mut()).is_pending());
         let releaser = {
             let s = s.clone();
@@ -513,7 +520,7 @@ fn waker_change_on_repoll() {
         let t = {
             let s = s.clone();
             thread::spawn(move || {
-                let mut fut = pin!(Acquire::new(&s.lock, Write));
+                let mut fut = pin!(acquire(&s.lock, Write));
                 if poll_once(fut.as_mut()).is_pending() {
                     loom::future::block_on(fut.as_mut());
                 }
@@ -579,7 +586,7 @@ fn reader_overflow_queues() {
         let second = {
             let s = s.clone();
             thread::spawn(move || {
-                loom::future::block_on(Acquire::new(&s.lock, Read));
+                loom::future::block_on(acquire(&s.lock, Read));
                 assert_eq!(crate::state::reader_count(s.lock.word()), 1, "two readers where one fits");
                 // SAFETY: the read lock the future took, given up.
                 unsafe { s.lock.read_unlock() };

@@ -2,11 +2,11 @@
 
 use core::cell::UnsafeCell;
 use core::fmt;
+use core::future::Future;
 use core::marker::PhantomData;
 use std::sync::Arc;
 
-use crate::acquire::coop::{Proceed, ReleaseOnDrop};
-use crate::acquire::{blocking, future::Acquire};
+use crate::acquire::{blocking, future::Lock};
 use crate::config::MAX_READERS;
 use crate::error::TryLockError;
 use crate::guard::{Held, Holder, impl_guard_traits, nn_mut};
@@ -232,19 +232,11 @@ impl<T: ?Sized> Mutex<T> {
     /// *n = 2;
     /// # }
     /// ```
-    pub async fn lock(&self) -> MutexGuard<'_, T> {
-        if self.raw.try_acquire(Kind::Write) {
-            // SAFETY: just acquired; a future dropped while it yields to the
-            // coop budget below releases the lock.
-            let held = unsafe { ReleaseOnDrop::new(&self.raw, Kind::Write) };
-            Proceed.await;
-            held.disarm();
-            // SAFETY: the lock is held, now on the guard's behalf.
-            return unsafe { MutexGuard::new(self) };
-        }
-        self.raw.trace().async_op(Acquire::after_failed_try(&self.raw, Kind::Write), "Mutex::lock").await;
-        // SAFETY: the future above completed, so the lock is ours.
-        unsafe { MutexGuard::new(self) }
+    pub fn lock(&self) -> impl Future<Output = MutexGuard<'_, T>> {
+        // SAFETY: `Lock` makes the guard once, with the lock held for it.
+        let make = move || unsafe { MutexGuard::new(self) };
+        // SAFETY: `make` hands the lock to the guard.
+        unsafe { Lock::new(&self.raw, Kind::Write, "Mutex::lock", make) }
     }
 
     /// Locks this mutex from a thread that is not running async code,
@@ -335,16 +327,8 @@ impl<T: ?Sized> Mutex<T> {
     /// # }
     /// ```
     pub async fn lock_owned(self: Arc<Self>) -> OwnedMutexGuard<T> {
-        if self.raw.try_acquire(Kind::Write) {
-            // SAFETY: just acquired; a future dropped while it yields to the
-            // coop budget below releases the lock.
-            let held = unsafe { ReleaseOnDrop::new(&self.raw, Kind::Write) };
-            Proceed.await;
-            held.disarm();
-            // SAFETY: the lock is held, now on the guard's behalf.
-            return unsafe { OwnedMutexGuard::new(self) };
-        }
-        self.raw.trace().async_op(Acquire::after_failed_try(&self.raw, Kind::Write), "Mutex::lock_owned").await;
+        // SAFETY: `make` does nothing; the lock is ours once this completes.
+        unsafe { Lock::new(&self.raw, Kind::Write, "Mutex::lock_owned", || ()) }.await;
         // SAFETY: the future above completed, so the lock is ours.
         unsafe { OwnedMutexGuard::new(self) }
     }

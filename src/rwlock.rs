@@ -2,11 +2,11 @@
 
 use core::cell::UnsafeCell;
 use core::fmt;
+use core::future::Future;
 use core::marker::PhantomData;
 use std::sync::Arc;
 
-use crate::acquire::coop::{Proceed, ReleaseOnDrop};
-use crate::acquire::{blocking, future::Acquire};
+use crate::acquire::{blocking, future::Lock};
 use crate::config::MAX_READERS;
 use crate::error::TryLockError;
 use crate::guard::{Held, Holder, impl_guard_traits, nn, nn_mut};
@@ -332,19 +332,11 @@ impl<T: ?Sized> RwLock<T> {
     /// drop(n);
     /// # }
     /// ```
-    pub async fn read(&self) -> RwLockReadGuard<'_, T> {
-        if self.raw.try_acquire(Kind::Read) {
-            // SAFETY: just acquired; a future dropped while it yields to the
-            // coop budget below releases the lock.
-            let held = unsafe { ReleaseOnDrop::new(&self.raw, Kind::Read) };
-            Proceed.await;
-            held.disarm();
-            // SAFETY: the lock is held, now on the guard's behalf.
-            return unsafe { RwLockReadGuard::new(self) };
-        }
-        self.raw.trace().async_op(Acquire::after_failed_try(&self.raw, Kind::Read), "RwLock::read").await;
-        // SAFETY: the future completed, so we hold a read lock.
-        unsafe { RwLockReadGuard::new(self) }
+    pub fn read(&self) -> impl Future<Output = RwLockReadGuard<'_, T>> {
+        // SAFETY: `Lock` makes the guard once, with the lock held for it.
+        let make = move || unsafe { RwLockReadGuard::new(self) };
+        // SAFETY: `make` hands the lock to the guard.
+        unsafe { Lock::new(&self.raw, Kind::Read, "RwLock::read", make) }
     }
 
     /// Locks this lock with shared read access from a thread that is not
@@ -414,16 +406,8 @@ impl<T: ?Sized> RwLock<T> {
     /// # }
     /// ```
     pub async fn read_owned(self: Arc<Self>) -> OwnedRwLockReadGuard<T> {
-        if self.raw.try_acquire(Kind::Read) {
-            // SAFETY: just acquired; a future dropped while it yields to the
-            // coop budget below releases the lock.
-            let held = unsafe { ReleaseOnDrop::new(&self.raw, Kind::Read) };
-            Proceed.await;
-            held.disarm();
-            // SAFETY: the lock is held, now on the guard's behalf.
-            return unsafe { OwnedRwLockReadGuard::new(self) };
-        }
-        self.raw.trace().async_op(Acquire::after_failed_try(&self.raw, Kind::Read), "RwLock::read_owned").await;
+        // SAFETY: `make` does nothing; the lock is ours once this completes.
+        unsafe { Lock::new(&self.raw, Kind::Read, "RwLock::read_owned", || ()) }.await;
         // SAFETY: the future completed, so we hold a read lock.
         unsafe { OwnedRwLockReadGuard::new(self) }
     }
@@ -500,19 +484,11 @@ impl<T: ?Sized> RwLock<T> {
     /// *n = 2;
     /// # }
     /// ```
-    pub async fn write(&self) -> RwLockWriteGuard<'_, T> {
-        if self.raw.try_acquire(Kind::Write) {
-            // SAFETY: just acquired; a future dropped while it yields to the
-            // coop budget below releases the lock.
-            let held = unsafe { ReleaseOnDrop::new(&self.raw, Kind::Write) };
-            Proceed.await;
-            held.disarm();
-            // SAFETY: the lock is held, now on the guard's behalf.
-            return unsafe { RwLockWriteGuard::new(self) };
-        }
-        self.raw.trace().async_op(Acquire::after_failed_try(&self.raw, Kind::Write), "RwLock::write").await;
-        // SAFETY: the future completed, so we hold the write lock.
-        unsafe { RwLockWriteGuard::new(self) }
+    pub fn write(&self) -> impl Future<Output = RwLockWriteGuard<'_, T>> {
+        // SAFETY: `Lock` makes the guard once, with the lock held for it.
+        let make = move || unsafe { RwLockWriteGuard::new(self) };
+        // SAFETY: `make` hands the lock to the guard.
+        unsafe { Lock::new(&self.raw, Kind::Write, "RwLock::write", make) }
     }
 
     /// Locks this lock with exclusive write access from a thread that is not
@@ -582,16 +558,8 @@ impl<T: ?Sized> RwLock<T> {
     /// # }
     /// ```
     pub async fn write_owned(self: Arc<Self>) -> OwnedRwLockWriteGuard<T> {
-        if self.raw.try_acquire(Kind::Write) {
-            // SAFETY: just acquired; a future dropped while it yields to the
-            // coop budget below releases the lock.
-            let held = unsafe { ReleaseOnDrop::new(&self.raw, Kind::Write) };
-            Proceed.await;
-            held.disarm();
-            // SAFETY: the lock is held, now on the guard's behalf.
-            return unsafe { OwnedRwLockWriteGuard::new(self) };
-        }
-        self.raw.trace().async_op(Acquire::after_failed_try(&self.raw, Kind::Write), "RwLock::write_owned").await;
+        // SAFETY: `make` does nothing; the lock is ours once this completes.
+        unsafe { Lock::new(&self.raw, Kind::Write, "RwLock::write_owned", || ()) }.await;
         // SAFETY: the future completed, so we hold the write lock.
         unsafe { OwnedRwLockWriteGuard::new(self) }
     }

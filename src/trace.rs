@@ -212,6 +212,9 @@ mod imp {
             inner
         }
     }
+
+    /// No spans: the future itself.
+    pub(crate) type AsyncOp<F> = F;
 }
 
-pub(crate) use imp::Trace;
+pub(crate) use imp::{AsyncOp, Trace};

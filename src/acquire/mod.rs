@@ -4,5 +4,4 @@
 //! one FIFO, the same handoff and the same cancellation rules.
 
 pub(crate) mod blocking;
-pub(crate) mod coop;
 pub(crate) mod future;

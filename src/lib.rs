@@ -99,7 +99,7 @@
 //!   its guards are held across `.await`. Woken tasks would lose it to the
 //!   task that just released it, so the lock learns to hand it over in
 //!   FIFO order there, as tokio does, but at a little more cost per
-//!   hand-over than tokio's (the showdown's hold-across table: about 0.9x
+//!   hand-over than tokio's (the showdown's hold-across table: 0.8-1.0x
 //!   tokio's throughput, with the default or `fair`; partly the clock read
 //!   that stamps each queued wait for the handoff bound, which tokio's
 //!   strict FIFO does not need); if that table is your workload, tokio's

@@ -527,6 +527,48 @@ fn blocking_inside_a_task_panics() {
     });
 }
 
+/// A thread that ran blocking acquisitions inside tokio tasks (first from
+/// `spawn_blocking`, then from `block_in_place`) is remembered as a task
+/// thread, which only shortens how the check asks; it still panics once the
+/// same thread drives async code.
+#[test]
+fn blocking_in_async_code_panics_on_a_thread_that_blocked_fine_in_tasks() {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).build().unwrap();
+    let m = Arc::new(Mutex::new(0));
+    let m2 = m.clone();
+    let handle = rt.handle().clone();
+    let inner = rt.block_on(async move {
+        tokio::task::spawn_blocking(move || {
+            for _ in 0..3 {
+                *m2.blocking_lock() += 1;
+            }
+            // The same blocking-pool thread, the same blocking task, now
+            // driving a future: tokio's blocking methods panic here.
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                handle.block_on(async { drop(m2.blocking_lock()) })
+            }))
+        })
+        .await
+        .unwrap()
+    });
+    let message = inner.expect_err("blocking_lock inside Handle::block_on must panic");
+    let message = message.downcast_ref::<String>().map(String::as_str).or(message.downcast_ref::<&str>().copied());
+    assert!(
+        message.is_some_and(|m| m.contains("Cannot block the current thread from within a runtime")),
+        "{message:?}"
+    );
+    // A worker whose task called `block_in_place`, then blocks in the task itself.
+    let after = rt.block_on(async move {
+        tokio::spawn(async move {
+            tokio::task::block_in_place(|| *m.blocking_lock() += 1);
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(m.blocking_lock()))).is_err()
+        })
+        .await
+        .unwrap()
+    });
+    assert!(after, "blocking_lock in a task after block_in_place must panic");
+}
+
 #[test]
 fn async_api_works_on_another_executor() {
     let m = Arc::new(Mutex::new(0));

@@ -118,6 +118,10 @@
 //! * **Blocking.** `blocking_*` spin briefly, then park the thread on the
 //!   lock's own queue, beside the tasks, instead of running a `block_on`;
 //!   they panic in exactly the contexts tokio's do, with tokio's message.
+//!   On threads with a runtime context (`spawn_blocking`, `block_in_place`,
+//!   an entered handle) that takes running tokio's own check, which costs
+//!   about what an uncontended tokio `blocking_lock` does; plain threads pay
+//!   two thread-local reads.
 //! * **Reader limit.** At most `2^28 - 1` readers at once (tokio: `2^29 - 1`).
 //!   `with_max_readers` accepts tokio's whole range and caps it there, a
 //!   limit no program reaches (it takes 4 GiB of live read guards).

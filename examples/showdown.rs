@@ -29,6 +29,10 @@
 //!   (`poll_proceed` + `made_progress`, which every acquisition in a tokio
 //!   task pays, tokio's own locks included) and with a parking_lot read: the
 //!   floor under an async lock that honours tokio's budget.
+//! * **uncontended blocking**: `blocking_lock` + release in a loop, on a
+//!   plain thread and from 2 `spawn_blocking` threads at once (each on a lock
+//!   of its own): on threads with a runtime context, tokio's blocking methods
+//!   check that the thread may block, and hybrid-sync runs the same check.
 //! * **async write-heavy**: 64 tasks on 2 worker threads, every operation a
 //!   write with a ~50 ns critical section; each task yields to the runtime
 //!   every 16 operations, standing in for the rest of a handler's work.
@@ -362,6 +366,40 @@ fn coop_charge(lock: bool) -> Measure {
             }
         });
         t.elapsed().as_nanos() as f64 / n as f64
+    })
+}
+
+/// ns per blocking acquire+release on a lock of its own, from a plain thread
+/// (`in_tasks` false), or from 2 `spawn_blocking` threads of `rt` at once,
+/// each on a lock of its own (the mean of the two): what a blocking user
+/// pays for the "may this thread block here?" check that tokio's blocking
+/// methods make, and that hybrid-sync makes through them.
+fn uncontended_blocking<P: Peer + 'static>(in_tasks: bool) -> Measure {
+    fn run<P: Peer>(n: u64) -> f64 {
+        let lock = P::new(0);
+        let t = Instant::now();
+        for _ in 0..n {
+            std::hint::black_box(lock.blocking_write(|v| {
+                *v += 1;
+                *v
+            }));
+        }
+        t.elapsed().as_nanos() as f64 / n as f64
+    }
+    Box::new(move |rt, n| {
+        if !in_tasks {
+            return run::<P>(n);
+        }
+        let n = n / 4;
+        let per_thread: Vec<f64> = rt.block_on(async {
+            let threads: Vec<_> = (0..2).map(|_| tokio::task::spawn_blocking(move || run::<P>(n))).collect();
+            let mut out = Vec::new();
+            for t in threads {
+                out.push(t.await.unwrap());
+            }
+            out
+        });
+        per_thread.iter().sum::<f64>() / per_thread.len() as f64
     })
 }
 
@@ -1047,6 +1085,49 @@ fn main() {
             "ns per charge",
             false,
             vec![ns("coop charge", charge), ns("parking_lot read + charge", pl_charged)],
+        );
+    }
+
+    if opts.workload("uncontended blocking") {
+        println!(
+            "\n== uncontended blocking: Mutex lock + release, on a plain thread and from 2 spawn_blocking \
+             threads at once, each on a lock of its own (ns per op, best of {UNCONTENDED_ROUNDS} interleaved rounds)"
+        );
+        println!("{:<13} {:>14} {:>16}", "contender", "plain thread", "spawn_blocking");
+        let mut cells = Vec::new();
+        for_each_mutex!(P => if opts.peer(P::NAME) {
+            cells.push((P::NAME, [(uncontended_blocking::<P>(false), f64::MAX), (uncontended_blocking::<P>(true), f64::MAX)]));
+        });
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        for round in 1..=UNCONTENDED_ROUNDS {
+            progress(&format!("uncontended blocking, round {round} of {UNCONTENDED_ROUNDS}"));
+            for (measure, best) in cells.iter_mut().flat_map(|(_, c)| c.iter_mut()) {
+                *best = best.min(measure(&rt, n_uncontended));
+            }
+        }
+        eprint!("\r\x1b[2K");
+        for (name, [(_, plain), (_, pool)]) in &cells {
+            println!("{name:<13} {plain:>11.1} ns {pool:>13.1} ns");
+        }
+        let ns = |name: &str, v: f64| report::Record {
+            name: name.to_string(),
+            value: v,
+            cpu_ns_per_op: None,
+            p50_ns: None,
+            p99_ns: None,
+            max_ns: None,
+        };
+        record(
+            "uncontended blocking: Mutex lock + release on a plain thread",
+            "ns per acquire+release",
+            false,
+            cells.iter().map(|(n, [(_, plain), _])| ns(n, *plain)).collect(),
+        );
+        record(
+            "uncontended blocking: Mutex lock + release from 2 spawn_blocking threads",
+            "ns per acquire+release",
+            false,
+            cells.iter().map(|(n, [_, (_, pool)])| ns(n, *pool)).collect(),
         );
     }
 

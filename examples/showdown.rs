@@ -259,6 +259,12 @@ fn record(title: &str, unit: &'static str, higher_is_better: bool, rows: Vec<rep
     REPORT.lock().unwrap().push(report::Table { title: title.to_string(), unit, higher_is_better, rows });
 }
 
+/// One cell of a table that has a value and nothing else (the uncontended
+/// tables: ns per operation, no CPU time or latency).
+fn ns(name: &str, v: f64) -> report::Record {
+    report::Record { name: name.to_string(), value: v, cpu_ns_per_op: None, p50_ns: None, p99_ns: None, max_ns: None }
+}
+
 fn records(rows: &[Row], latency: bool) -> Vec<report::Record> {
     let tick = ns_per_tick();
     rows.iter()
@@ -1037,14 +1043,6 @@ fn main() {
         let mutex: Vec<f64> = mutex.iter().map(|m| m.1).collect();
         let (charge, pl_charged) = (charge[0].1, charge[1].1);
         eprint!("\r\x1b[2K");
-        let ns = |name: &str, v: f64| report::Record {
-            name: name.to_string(),
-            value: v,
-            cpu_ns_per_op: None,
-            p50_ns: None,
-            p99_ns: None,
-            max_ns: None,
-        };
         record(
             "uncontended read: RwLock read + release, one task",
             "ns per acquire+release",
@@ -1109,14 +1107,6 @@ fn main() {
         for (name, [(_, plain), (_, pool)]) in &cells {
             println!("{name:<13} {plain:>11.1} ns {pool:>13.1} ns");
         }
-        let ns = |name: &str, v: f64| report::Record {
-            name: name.to_string(),
-            value: v,
-            cpu_ns_per_op: None,
-            p50_ns: None,
-            p99_ns: None,
-            max_ns: None,
-        };
         record(
             "uncontended blocking: Mutex lock + release on a plain thread",
             "ns per acquire+release",

@@ -438,7 +438,7 @@ fn async_contended<P: Peer>(tasks: usize, workers: usize, read_per_mille: u64, d
                 };
                 hist.record(t1.saturating_sub(t0));
                 ops += 1;
-                if ops % 16 == 0 {
+                if ops.is_multiple_of(16) {
                     tokio::task::yield_now().await;
                 }
             }
@@ -510,7 +510,7 @@ async fn async_writer<P: Peer>(lock: Arc<P>, stop: Arc<AtomicBool>) -> (u64, His
             .await;
         hist.record(t1.saturating_sub(t0));
         ops += 1;
-        if ops % 16 == 0 {
+        if ops.is_multiple_of(16) {
             tokio::task::yield_now().await;
         }
     }
@@ -576,7 +576,7 @@ fn refcount<P: RefCount>(threads: usize, tasks: usize, lock_every: u64, dur: Dur
         };
         for _ in 0..yield_every {
             *ops += 1;
-            if lock_every > 0 && *ops % lock_every == 0 {
+            if lock_every > 0 && (*ops).is_multiple_of(lock_every) {
                 count.locked(&section);
             } else {
                 count.get_put();

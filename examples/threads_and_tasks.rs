@@ -84,7 +84,7 @@ fn main() {
                     while start.elapsed() < run_for {
                         ledger.lock().await.record(false, (i as u64) << 32 | n);
                         n += 1;
-                        if n % 16 == 0 {
+                        if n.is_multiple_of(16) {
                             tokio::task::yield_now().await;
                         }
                     }

@@ -176,6 +176,14 @@ impl<T: ?Sized> LockRef<T> {
         self.raw.key()
     }
 
+    /// The raw lock word and this lock's waiters, decoded, for hang reports
+    /// and tests, as [`RwLock`](crate::RwLock) has it. Takes no lock. Not
+    /// part of the stable API.
+    #[doc(hidden)]
+    pub fn __describe(&self) -> String {
+        self.raw.describe()
+    }
+
     /// The word: count above, lock below.
     #[inline(always)]
     fn word(&self) -> &crate::loom::AtomicU64 {

@@ -50,7 +50,7 @@ mod imp {
 #[cfg(not(any(hybrid_sync_loom, hybrid_sync_shuttle)))]
 mod imp {
     pub(crate) use core::hint::spin_loop;
-    pub(crate) use core::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence};
+    pub(crate) use core::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, Ordering, fence};
     pub(crate) use std::thread::{Thread, current as current_thread, park, park_timeout, yield_now};
 
     pub(crate) use super::cell::UnsafeCell;

@@ -926,11 +926,9 @@ impl<L: Layout> RawRwLock<L> {
                 if new & HANDOFF != s & HANDOFF {
                     self.stats.event(Event::HandoffSet);
                 }
-            } else if is_head {
-                if let Err(actual) = self.request_handoff(&q, s, &mut now) {
-                    s = actual;
-                    continue;
-                }
+            } else if is_head && let Err(actual) = self.request_handoff(&q, s, &mut now) {
+                s = actual;
+                continue;
             }
             break;
         }
@@ -1072,10 +1070,10 @@ impl<L: Layout> RawRwLock<L> {
         let now = *now.get_or_insert_with(Instant::now);
         // SAFETY: under the queue lock; `node` and what follows it are linked.
         unsafe {
-            if node.waited_at_least(now, config::handoff_timeout_ns()) {
-                if let Some(next) = q.next(node) {
-                    next.defer_due(now, config::claim_gap_ns(), config::handoff_timeout_ns());
-                }
+            if node.waited_at_least(now, config::handoff_timeout_ns())
+                && let Some(next) = q.next(node)
+            {
+                next.defer_due(now, config::claim_gap_ns(), config::handoff_timeout_ns());
             }
         }
     }

@@ -2,7 +2,7 @@
 //!
 //! # Layout
 //!
-//! The queue is a single `usize`, next to the lock word (or, for a
+//! The queue is a single pointer-sized word, next to the lock word (or, for a
 //! [`LockRef`](crate::LockRef), in a process-wide table of queues shared by
 //! the locks that hash to it: each node then carries its lock's key and a
 //! [`QueueGuard`] shows each lock only its own nodes; see
@@ -27,6 +27,16 @@
 //!             a queue shared by several `LockRef`s it holds back the
 //!             spinners of all of them until the grantee runs
 //! ```
+//!
+//! The word is an `AtomicPtr`, not an `AtomicUsize`: the flags live in the
+//! low bits of the head's address (a node's alignment keeps them clear), set
+//! and cleared with `map_addr` and `AtomicPtr`'s bitwise read-modify-writes
+//! (Rust 1.91), so the pointer read back under the queue lock keeps the
+//! provenance of the node it was made from (strict provenance). Nothing
+//! turns an integer into a pointer, and Miri checks every access through
+//! the list (`.ci/miri`). Under the model checkers, whose `AtomicPtr` has no
+//! bitwise operations, the word is an integer with the pointer's provenance
+//! exposed ([`Word`]), so that they see the same atomic operations.
 //!
 //! Waiters are intrusive, pinned nodes ([`Waiter`]) living in the acquiring
 //! future or on the blocked thread's stack, so queueing never allocates. The
@@ -55,7 +65,7 @@ use core::task::Waker;
 use std::time::Instant;
 
 use crate::config::{QUEUE_LOCK_SPINS, WAKE_BATCH};
-use crate::loom::{AtomicU8, AtomicUsize, Ordering, Thread, UnsafeCell};
+use crate::loom::{AtomicU8, Ordering, Thread, UnsafeCell};
 use crate::state::Kind;
 
 const QLOCKED: usize = 1 << 0;
@@ -69,6 +79,19 @@ const MAX_SPINNERS: usize = 2;
 const PTR_MASK: usize = !(QLOCKED | QPARKED | SPINNERS | GRANTEE);
 const _: () = assert!(align_of::<Waiter>() > (QLOCKED | QPARKED | SPINNERS | GRANTEE));
 const _: () = assert!(MAX_SPINNERS * ONE_SPINNER <= SPINNERS);
+
+/// The flag bits of a queue word.
+#[inline(always)]
+fn flags(w: *mut Waiter) -> usize {
+    w.addr() & !PTR_MASK
+}
+
+/// The head node a queue word points to (null if the queue is empty), with
+/// the word's provenance.
+#[inline(always)]
+fn head_of(w: *mut Waiter) -> *const Waiter {
+    w.map_addr(|a| a & PTR_MASK)
+}
 
 /// The node is not in a queue and owns nothing.
 pub(crate) const IDLE: u8 = 0;
@@ -359,58 +382,152 @@ impl Waiter {
     }
 }
 
+/// What a compare-and-swap on the queue word returns: the word it saw.
+type Cas = Result<*mut Waiter, *mut Waiter>;
+
+/// The queue word's storage: the head node's address with the flags in its
+/// low bits, as a pointer (see the module docs).
+#[cfg(not(any(hybrid_sync_loom, hybrid_sync_shuttle)))]
+struct Word(core::sync::atomic::AtomicPtr<Waiter>);
+
+#[cfg(not(any(hybrid_sync_loom, hybrid_sync_shuttle)))]
+impl Word {
+    const fn new() -> Self {
+        Word(core::sync::atomic::AtomicPtr::new(ptr::null_mut()))
+    }
+
+    #[inline(always)]
+    fn load(&self, order: Ordering) -> *mut Waiter {
+        self.0.load(order)
+    }
+
+    #[inline(always)]
+    fn compare_exchange_weak(&self, current: *mut Waiter, new: *mut Waiter, ok: Ordering, err: Ordering) -> Cas {
+        self.0.compare_exchange_weak(current, new, ok, err)
+    }
+
+    /// Sets flag bits; the address keeps its provenance.
+    #[inline(always)]
+    fn fetch_or(&self, bits: usize, order: Ordering) {
+        self.0.fetch_or(bits, order);
+    }
+
+    /// Clears the flag bits not in `mask`.
+    #[inline(always)]
+    fn fetch_and(&self, mask: usize, order: Ordering) {
+        self.0.fetch_and(mask, order);
+    }
+
+    /// Subtracts from a flag field that holds at least `bits`.
+    #[inline(always)]
+    fn fetch_sub(&self, bits: usize, order: Ordering) {
+        self.0.fetch_byte_sub(bits, order);
+    }
+
+    /// The address parking_lot_core keys the queue lock's sleepers by.
+    fn park_key(&self) -> usize {
+        ptr::from_ref(self).addr()
+    }
+}
+
+/// The model checkers' queue word: their `AtomicPtr` has no bitwise
+/// read-modify-writes, and compare-and-swap loops in their place would add
+/// interleavings that the native word does not have (a third more loom
+/// time). Neither checks provenance, so the word is an integer here, with
+/// the pointer's provenance exposed on the way in and taken back out.
+#[cfg(any(hybrid_sync_loom, hybrid_sync_shuttle))]
+struct Word(crate::loom::AtomicUsize);
+
+#[cfg(any(hybrid_sync_loom, hybrid_sync_shuttle))]
+impl Word {
+    fn new() -> Self {
+        Word(crate::loom::AtomicUsize::new(0))
+    }
+
+    fn load(&self, order: Ordering) -> *mut Waiter {
+        ptr::with_exposed_provenance_mut(self.0.load(order))
+    }
+
+    fn compare_exchange_weak(&self, current: *mut Waiter, new: *mut Waiter, ok: Ordering, err: Ordering) -> Cas {
+        self.0
+            .compare_exchange_weak(current.expose_provenance(), new.expose_provenance(), ok, err)
+            .map(ptr::with_exposed_provenance_mut)
+            .map_err(ptr::with_exposed_provenance_mut)
+    }
+
+    fn fetch_or(&self, bits: usize, order: Ordering) {
+        self.0.fetch_or(bits, order);
+    }
+
+    fn fetch_and(&self, mask: usize, order: Ordering) {
+        self.0.fetch_and(mask, order);
+    }
+
+    fn fetch_sub(&self, bits: usize, order: Ordering) {
+        self.0.fetch_sub(bits, order);
+    }
+}
+
 /// The queue word of one lock.
 pub(crate) struct WaitQueue {
-    word: AtomicUsize,
+    /// The head node's address and the flags (see the module docs).
+    word: Word,
 }
 
 impl WaitQueue {
     #[cfg(not(any(hybrid_sync_loom, hybrid_sync_shuttle)))]
     pub(crate) const fn new() -> Self {
-        WaitQueue { word: AtomicUsize::new(0) }
+        WaitQueue { word: Word::new() }
     }
 
     #[cfg(any(hybrid_sync_loom, hybrid_sync_shuttle))]
     pub(crate) fn new() -> Self {
-        WaitQueue { word: AtomicUsize::new(0) }
+        WaitQueue { word: Word::new() }
     }
 
     /// Takes the queue lock, for the lock whose nodes carry `key`.
     #[inline]
     pub(crate) fn lock(&self, key: usize) -> QueueGuard<'_> {
         let w = self.word.load(Ordering::Relaxed);
-        let w = if w & QLOCKED == 0 {
+        let w = if flags(w) & QLOCKED == 0 {
             // Acquire: pairs with the Release of the previous holder's unlock,
             // making its list edits visible.
-            match self.word.compare_exchange_weak(w, w | QLOCKED, Ordering::Acquire, Ordering::Relaxed) {
+            match self.word.compare_exchange_weak(w, w.map_addr(|a| a | QLOCKED), Ordering::Acquire, Ordering::Relaxed)
+            {
                 Ok(_) => w,
                 Err(_) => self.lock_contended(),
             }
         } else {
             self.lock_contended()
         };
-        QueueGuard { queue: self, first: (w & PTR_MASK) as *const Waiter, key }
+        QueueGuard { queue: self, first: head_of(w), key }
     }
 
     /// Takes the queue lock if it is free right now (for hang reports,
     /// which must not wait on a stuck queue lock).
     pub(crate) fn try_lock(&self, key: usize) -> Option<QueueGuard<'_>> {
         let w = self.word.load(Ordering::Relaxed);
-        if w & QLOCKED != 0 {
+        if flags(w) & QLOCKED != 0 {
             return None;
         }
-        // Acquire: as in `lock`.
-        self.word.compare_exchange(w, w | QLOCKED, Ordering::Acquire, Ordering::Relaxed).ok()?;
-        Some(QueueGuard { queue: self, first: (w & PTR_MASK) as *const Waiter, key })
+        // Acquire: as in `lock`. A spurious failure only makes the hang
+        // report leave the nodes out, as a held queue lock would.
+        self.word.compare_exchange_weak(w, w.map_addr(|a| a | QLOCKED), Ordering::Acquire, Ordering::Relaxed).ok()?;
+        Some(QueueGuard { queue: self, first: head_of(w), key })
     }
 
     #[cold]
-    fn lock_contended(&self) -> usize {
+    fn lock_contended(&self) -> *mut Waiter {
         let mut spins = 0;
         loop {
             let w = self.word.load(Ordering::Relaxed);
-            if w & QLOCKED == 0 {
-                match self.word.compare_exchange_weak(w, w | QLOCKED, Ordering::Acquire, Ordering::Relaxed) {
+            if flags(w) & QLOCKED == 0 {
+                match self.word.compare_exchange_weak(
+                    w,
+                    w.map_addr(|a| a | QLOCKED),
+                    Ordering::Acquire,
+                    Ordering::Relaxed,
+                ) {
                     Ok(_) => return w,
                     Err(_) => continue,
                 }
@@ -419,15 +536,18 @@ impl WaitQueue {
                 crate::loom::yield_now();
                 continue;
             }
-            if w & QPARKED == 0 && spins < QUEUE_LOCK_SPINS {
+            if flags(w) & QPARKED == 0 && spins < QUEUE_LOCK_SPINS {
                 spins += 1;
                 for _ in 0..(1 << spins.min(4)) {
                     crate::loom::spin_loop();
                 }
                 continue;
             }
-            if w & QPARKED == 0
-                && self.word.compare_exchange_weak(w, w | QPARKED, Ordering::Relaxed, Ordering::Relaxed).is_err()
+            if flags(w) & QPARKED == 0
+                && self
+                    .word
+                    .compare_exchange_weak(w, w.map_addr(|a| a | QPARKED), Ordering::Relaxed, Ordering::Relaxed)
+                    .is_err()
             {
                 continue;
             }
@@ -438,8 +558,8 @@ impl WaitQueue {
 
     #[cfg(not(any(hybrid_sync_loom, hybrid_sync_shuttle)))]
     fn park_on_lock(&self) {
-        let key = &self.word as *const AtomicUsize as usize;
-        let validate = || self.word.load(Ordering::Relaxed) & (QLOCKED | QPARKED) == QLOCKED | QPARKED;
+        let key = self.word.park_key();
+        let validate = || flags(self.word.load(Ordering::Relaxed)) & (QLOCKED | QPARKED) == QLOCKED | QPARKED;
         // SAFETY: `park` requires that the callbacks neither panic nor call
         // into parking_lot_core: `validate` is one atomic load, the others are
         // empty. The key is the address of our queue word, which only this
@@ -457,12 +577,12 @@ impl WaitQueue {
     /// Releases the queue lock, publishing `head`.
     #[inline]
     fn unlock(&self, head: *const Waiter) {
-        let head = head as usize;
-        debug_assert_eq!(head & !PTR_MASK, 0);
+        let head = head.cast_mut();
+        debug_assert_eq!(flags(head), 0);
         let mut w = self.word.load(Ordering::Relaxed);
         loop {
-            debug_assert!(w & QLOCKED != 0);
-            if w & QPARKED != 0 {
+            debug_assert!(flags(w) & QLOCKED != 0);
+            if flags(w) & QPARKED != 0 {
                 return self.unlock_and_unpark(head);
             }
             // Release: publishes the list edits to the next holder. Only
@@ -470,7 +590,7 @@ impl WaitQueue {
             // loop.
             match self.word.compare_exchange_weak(
                 w,
-                head | (w & (SPINNERS | GRANTEE)),
+                head.map_addr(|a| a | (flags(w) & (SPINNERS | GRANTEE))),
                 Ordering::Release,
                 Ordering::Relaxed,
             ) {
@@ -482,8 +602,8 @@ impl WaitQueue {
 
     #[cold]
     #[cfg(not(any(hybrid_sync_loom, hybrid_sync_shuttle)))]
-    fn unlock_and_unpark(&self, head: usize) {
-        let key = &self.word as *const AtomicUsize as usize;
+    fn unlock_and_unpark(&self, head: *mut Waiter) {
+        let key = self.word.park_key();
         let callback = |result: parking_lot_core::UnparkResult| {
             // Runs under parking_lot_core's bucket lock, which is where a
             // would-be parker validates QLOCKED|QPARKED: nobody can park
@@ -493,7 +613,7 @@ impl WaitQueue {
             let mut w = self.word.load(Ordering::Relaxed);
             while let Err(actual) = self.word.compare_exchange_weak(
                 w,
-                head | (w & (SPINNERS | GRANTEE)) | parked,
+                head.map_addr(|a| a | (flags(w) & (SPINNERS | GRANTEE)) | parked),
                 Ordering::Release,
                 Ordering::Relaxed,
             ) {
@@ -509,7 +629,7 @@ impl WaitQueue {
     }
 
     #[cfg(any(hybrid_sync_loom, hybrid_sync_shuttle))]
-    fn unlock_and_unpark(&self, _head: usize) {
+    fn unlock_and_unpark(&self, _head: *mut Waiter) {
         unreachable!("QPARKED is never set under the model")
     }
 
@@ -518,11 +638,16 @@ impl WaitQueue {
     pub(crate) fn try_claim_spinner(&self) -> bool {
         let mut w = self.word.load(Ordering::Relaxed);
         loop {
-            if (w & SPINNERS) / ONE_SPINNER >= MAX_SPINNERS || w & GRANTEE != 0 {
+            if (flags(w) & SPINNERS) / ONE_SPINNER >= MAX_SPINNERS || flags(w) & GRANTEE != 0 {
                 return false;
             }
             // Relaxed: the slots are an admission heuristic and guard no data.
-            match self.word.compare_exchange_weak(w, w + ONE_SPINNER, Ordering::Relaxed, Ordering::Relaxed) {
+            match self.word.compare_exchange_weak(
+                w,
+                w.map_addr(|a| a + ONE_SPINNER),
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
                 Ok(_) => return true,
                 Err(actual) => w = actual,
             }
@@ -544,7 +669,7 @@ impl WaitQueue {
     /// runs, and spinning on it may pay again.
     #[inline]
     pub(crate) fn clear_grantee(&self) {
-        if self.word.load(Ordering::Relaxed) & GRANTEE != 0 {
+        if flags(self.word.load(Ordering::Relaxed)) & GRANTEE != 0 {
             // Relaxed: as in `set_grantee`.
             self.word.fetch_and(!GRANTEE, Ordering::Relaxed);
         }
@@ -561,10 +686,10 @@ impl WaitQueue {
         let w = self.word.load(Ordering::Relaxed);
         format!(
             "{} (queue lock {}, {} spinner(s){})",
-            if w & PTR_MASK == 0 { "empty" } else { "non-empty" },
-            if w & QLOCKED != 0 { "held" } else { "free" },
-            (w & SPINNERS) / ONE_SPINNER,
-            if w & GRANTEE != 0 { ", granted to a waiter not yet running" } else { "" },
+            if head_of(w).is_null() { "empty" } else { "non-empty" },
+            if flags(w) & QLOCKED != 0 { "held" } else { "free" },
+            (flags(w) & SPINNERS) / ONE_SPINNER,
+            if flags(w) & GRANTEE != 0 { ", granted to a waiter not yet running" } else { "" },
         )
     }
 }

@@ -11,6 +11,13 @@ use std::time::Duration;
 use hybrid_sync::{LockArc, LockRef, MAX_COUNT};
 use tokio_test::{assert_pending, assert_ready, task::spawn};
 
+/// `n` iterations of a stress loop, or a hundredth of them under Miri,
+/// which runs ~1000x slower (`.ci/miri`): enough interleavings of the
+/// queue code for it to check, in seconds rather than hours.
+const fn iters(n: usize) -> usize {
+    if cfg!(miri) { n / 100 } else { n }
+}
+
 fn panic_message(f: impl FnOnce()) -> String {
     let err = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).expect_err("expected a panic");
     err.downcast_ref::<String>()
@@ -232,10 +239,16 @@ fn async_lock_queues_behind_a_thread_and_is_cancel_safe() {
     assert_pending!(first.poll());
     assert_pending!(second.poll());
     // A count update while the lock is held and tasks wait falls back to the
-    // lock and queues behind them; do it on a thread.
+    // lock and queues behind them; do it on a thread, and release only once
+    // it has queued: a thread still spinning when the lock is released
+    // takes it first, as it may (Miri's schedules find that order).
     thread::scope(|s| {
         let t = s.spawn(|| r.get());
-        thread::sleep(Duration::from_millis(10));
+        let start = std::time::Instant::now();
+        while !r.__describe().contains("wakes thread") {
+            assert!(start.elapsed() < Duration::from_secs(60), "the thread never queued: {}", r.__describe());
+            thread::sleep(Duration::from_millis(1));
+        }
         drop(held);
         assert!(first.is_woken());
         let mut g = assert_ready!(first.poll());
@@ -258,7 +271,7 @@ async fn tasks_and_threads_share_the_lock() {
     for _ in 0..8 {
         let r = r.clone();
         tasks.push(tokio::spawn(async move {
-            for _ in 0..500 {
+            for _ in 0..iters(500) {
                 *r.lock_async().await += 1;
                 tokio::task::yield_now().await;
             }
@@ -268,7 +281,7 @@ async fn tasks_and_threads_share_the_lock() {
         .map(|_| {
             let r = r.clone();
             thread::spawn(move || {
-                for _ in 0..2000 {
+                for _ in 0..iters(2000) {
                     *r.lock() += 1;
                 }
             })
@@ -280,7 +293,7 @@ async fn tasks_and_threads_share_the_lock() {
     for t in threads {
         t.join().unwrap();
     }
-    assert_eq!(*r.lock(), 8 * 500 + 2 * 2000);
+    assert_eq!(*r.lock(), (8 * iters(500) + 2 * iters(2000)) as u64);
     assert_eq!(r.count(), 1);
 }
 
@@ -330,7 +343,7 @@ fn colliding_buckets_keep_their_waiters_apart() {
     thread::scope(|s| {
         for r in [a, b, a, b] {
             s.spawn(move || {
-                for _ in 0..20_000 {
+                for _ in 0..iters(20_000) {
                     *r.lock() += 1;
                     r.get();
                     r.put();
@@ -338,7 +351,7 @@ fn colliding_buckets_keep_their_waiters_apart() {
             });
         }
     });
-    assert_eq!((*a.lock(), *b.lock()), (40_000, 40_000));
+    assert_eq!((*a.lock(), *b.lock()), (2 * iters(20_000) as u32, 2 * iters(20_000) as u32));
     assert_eq!((a.count(), b.count()), (1, 1));
 }
 
@@ -371,7 +384,7 @@ fn lock_arc_counts_handles_and_frees_once() {
         for _ in 0..4 {
             let mine = root.clone();
             s.spawn(move || {
-                for _ in 0..10_000 {
+                for _ in 0..iters(10_000) {
                     let c = mine.clone();
                     drop(mine.clone());
                     drop(c);

@@ -94,6 +94,7 @@ fn a_queued_writer_blocks_new_readers_but_not_the_held_ones() {
 /// rightly granted the lock) is inconclusive. `attempt` gets `slow`, which
 /// says whether it has run that long, and returns `false` to be tried again.
 fn retry_if_slow(mut attempt: impl FnMut(&dyn Fn() -> bool) -> bool) {
+    let _timeout = timeout_not_due();
     let budget = hybrid_sync::tuning().handoff_timeout / 2;
     for _ in 0..20 {
         let start = std::time::Instant::now();
@@ -102,6 +103,35 @@ fn retry_if_slow(mut attempt: impl FnMut(&dyn Fn() -> bool) -> bool) {
         }
     }
     panic!("every attempt ran past half the handoff timeout ({budget:?}): the machine is too slow for this test");
+}
+
+/// Serializes the tests that depend on the handoff timeout (see
+/// [`timeout_not_due`]), so that one test's lengthened timeout never shows
+/// in another.
+static TIMEOUT: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// For a test that needs no waiter to become due while it runs: holds
+/// [`TIMEOUT`] and, under Miri, lengthens the handoff timeout to an hour
+/// until dropped. Miri runs the code ~1000 times slower and its clock
+/// advances with the work done, so there the 1 ms timeout passes inside
+/// any test of a few steps, every attempt of [`retry_if_slow`] is slow,
+/// and the waiters a test queued come due under it.
+struct TimeoutNotDue(#[allow(dead_code)] std::sync::MutexGuard<'static, ()>);
+
+fn timeout_not_due() -> TimeoutNotDue {
+    let held = TIMEOUT.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if cfg!(miri) {
+        hybrid_sync::__testing::set_handoff_timeout(Some(std::time::Duration::from_secs(3600)));
+    }
+    TimeoutNotDue(held)
+}
+
+impl Drop for TimeoutNotDue {
+    fn drop(&mut self) {
+        if cfg!(miri) {
+            hybrid_sync::__testing::set_handoff_timeout(None);
+        }
+    }
 }
 
 /// By default a release wakes the queued writer to compete instead of handing
@@ -676,6 +706,8 @@ async fn a_task_that_panics_holding_a_guard_releases_it() {
 /// set would switch spinning off for good.
 #[test]
 fn a_grant_to_a_task_closes_spinning_until_the_task_runs_or_leaves() {
+    // This one needs the build's own timeout to pass (see `TIMEOUT`).
+    let _default_timeout = TIMEOUT.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     const HINT: &str = "granted to a waiter not yet running";
     let lock = RwLock::new(0);
     for poll_it in [true, false] {
@@ -711,6 +743,7 @@ fn a_grant_to_a_task_closes_spinning_until_the_task_runs_or_leaves() {
 #[cfg(not(any(feature = "fair", feature = "no-spin")))]
 #[test]
 fn woken_tasks_that_keep_losing_to_a_sleeping_owner_make_releases_grant() {
+    let _timeout = timeout_not_due();
     let lock = RwLock::new(0);
     // Woken tasks that win: releases keep waking, never granting.
     for _ in 0..32 {

@@ -72,7 +72,7 @@
 //! them 1.03-1.2x).
 //!
 //! Two other shapes of the poll loop were measured against parking_lot on
-//! 2026-12-01 and left out (figures in the README's "Where it stands"): three
+//! 2026-12-01 and left out (figures in `docs/performance.md`): three
 //! clock-free polls after 1, 2 and 4 pauses before the timed spin (async
 //! write-heavy 0.74x to 0.64x, mixed 0.71x to 0.64x; most likely each extra
 //! poll pulls the owner's line), and a pause that doubles after every poll

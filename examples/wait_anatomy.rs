@@ -17,19 +17,42 @@
 //! * **less run-queue** (Linux; seed 002's slow thread, and every thread of
 //!   the 32-thread run): each of its waits
 //!   less the time the kernel says it spent runnable without a CPU meanwhile
-//!   (`/proc/thread-self/schedstat`, read just before and just after each
-//!   acquisition). What is left is time it spun or slept while others held
-//!   the lock: the lock's doing, or a holder's stall (see above).
+//!   (`/proc/thread-self/schedstat`, read just before each acquisition and,
+//!   for the waits reported, again inside the critical section: time
+//!   runnable after the acquisition is no part of the wait). What is left
+//!   is time it spun or slept while others held the lock: the lock's doing,
+//!   or a holder's stall (see above).
 //!
 //! The measurements cost time inside the loops (a clock read inside each
-//! section, two ~0.75 us reads of schedstat around each measured
-//! acquisition), enough to move the throughput ratios, which is
+//! section, a ~0.75 us read of schedstat before each measured acquisition),
+//! enough to move the throughput ratios, which is
 //! why they are here and not in the showdown: read the waits from this
 //! example, the throughputs from the showdown.
 //!
 //! Workloads, as in the showdown: seed 002 with 1 and 4 tight threads and
 //! one slow one (1 us of work outside the lock), and 32 threads on the
 //! blocking API, each with a ~50 ns critical section.
+//!
+//! `--trace` (with `--features stats`) takes seed 002's waits over 2 ms
+//! apart one by one instead, for hybrid-sync with 4 tight threads: the
+//! lock's flight recorder ([`hybrid_sync::stats::record`]) logs every
+//! slow-path event of every thread, and each long wait of the slow thread
+//! is classified by what the lock's users did meanwhile:
+//!
+//! ```text
+//! cargo run --release --features stats --example wait_anatomy -- --trace --rounds 20
+//! ```
+//!
+//! * **own run queue**: the slow thread's own run-queue time explains it
+//!   (the wait less that time is within 2 ms);
+//! * **silence**: for 1 ms or more no thread ran any lock code, not even a
+//!   barging thread's audit of the queue head (one in 64 barges, every few
+//!   microseconds while anyone is queued). The lock was free or owed to one
+//!   waiter, and the silence ended when a parked thread resumed (its wakeup
+//!   or its timer came late, or it sat runnable without a CPU) or when a
+//!   thread that was running lock code went on (it had been descheduled);
+//! * **lock steps**: neither; the wait is made of the lock's own steps, and
+//!   its events are printed.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -105,17 +128,26 @@ fn contender<P: Peer>(lock: &P, stop: &AtomicBool, outside_ns: u64, runq: bool, 
         }
         let q0 = rq.as_ref().and_then(RunQueue::read);
         let t0 = ticks();
-        let mut end = 0;
-        let start = lock.blocking_write(|v| {
+        // The run-queue time up to the acquisition is read inside the
+        // section (time runnable after it, in the section or after the
+        // release, is no part of the wait), and only for the waits that
+        // are reported: one read costs ~0.75 us.
+        let watch = bound_ns.min(w.max_wait);
+        let (mut q1, mut start, mut end) = (None, 0, 0);
+        let acquired = lock.blocking_write(|v| {
             let t = ticks();
+            if q0.is_some() && (t.saturating_sub(t0) as f64 * tick) as u64 > watch {
+                q1 = rq.as_ref().and_then(RunQueue::read);
+            }
+            start = ticks();
             *v = work(*v);
             end = ticks();
             t
         });
-        let wait = (start.saturating_sub(t0) as f64 * tick) as u64;
+        let wait = (acquired.saturating_sub(t0) as f64 * tick) as u64;
         w.max_wait = w.max_wait.max(wait);
         w.longest_hold = w.longest_hold.max((end.saturating_sub(start) as f64 * tick) as u64);
-        let own = match (q0, rq.as_ref().and_then(RunQueue::read)) {
+        let own = match (q0, q1) {
             (Some(q0), Some(q1)) => Some(wait.saturating_sub(q1.saturating_sub(q0))),
             _ => None,
         };
@@ -185,25 +217,175 @@ fn table<P: Peer>(tight: usize, slow: bool, bound_ns: u64, dur: Duration, rounds
     );
 }
 
+/// A wait of the slow thread over the bound, for `--trace`.
+struct LongWait {
+    from: Instant,
+    to: Instant,
+    /// Its own run-queue time during the wait, in ns.
+    runq: Option<u64>,
+}
+
+/// Seed 002's slow thread for `--trace`: as [`contender`], keeping each wait
+/// over `bound_ns`.
+fn traced_slow<P: Peer>(lock: &P, stop: &AtomicBool, bound_ns: u64) -> (u64, Vec<LongWait>) {
+    let rq = RunQueue::open();
+    let (mut ops, mut long, mut x) = (0u64, Vec::new(), 1u64);
+    while !stop.load(Ordering::Relaxed) {
+        x = work_ns(x, 1000);
+        let q0 = rq.as_ref().and_then(RunQueue::read);
+        let from = Instant::now();
+        let (mut to, mut q1) = (from, None);
+        lock.blocking_write(|v| {
+            to = Instant::now();
+            if (to - from).as_nanos() > u128::from(bound_ns) {
+                q1 = rq.as_ref().and_then(RunQueue::read);
+            }
+            *v = work(*v);
+            0
+        });
+        if (to - from).as_nanos() > u128::from(bound_ns) {
+            let runq = q0.zip(q1).map(|(a, b)| b.saturating_sub(a));
+            long.push(LongWait { from, to, runq });
+        }
+        ops += 1;
+    }
+    std::hint::black_box(x);
+    (ops, long)
+}
+
+/// `--trace`: seed 002's waits over 2 ms with 4 tight threads, one by one,
+/// against the flight recorder's log of every lock user's slow path.
+fn trace(dur: Duration, rounds: usize) {
+    const BOUND_NS: u64 = 2_000_000;
+    const SILENCE: Duration = Duration::from_millis(1);
+    if !hybrid_sync::Mutex::new(()).stats().enabled() {
+        println!("--trace reads the lock's flight recorder, which needs the `stats` feature:");
+        println!("cargo run --release --features stats --example wait_anatomy -- --trace");
+        return;
+    }
+    println!("\n== --trace: seed 002, 4 tight threads + 1 slow one, hybrid-sync: the slow thread's waits over 2 ms");
+    let (mut own, mut resumed, mut running, mut steps, mut lost, mut ops) = (0, 0, 0, 0, 0, 0u64);
+    for round in 0..rounds {
+        let lock = Arc::new(peers::HybridMutex::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        hybrid_sync::stats::record(true);
+        let tights: Vec<_> = (0..4)
+            .map(|_| {
+                let (lock, stop) = (lock.clone(), stop.clone());
+                std::thread::spawn(move || contender(&*lock, &stop, 0, false, BOUND_NS))
+            })
+            .collect();
+        let slow = {
+            let (lock, stop) = (lock.clone(), stop.clone());
+            std::thread::spawn(move || traced_slow(&*lock, &stop, BOUND_NS))
+        };
+        std::thread::sleep(dur);
+        stop.store(true, Ordering::Relaxed);
+        for h in tights {
+            h.join().unwrap();
+        }
+        let (slow_ops, long) = slow.join().unwrap();
+        hybrid_sync::stats::record(false);
+        ops += slow_ops;
+        let events = hybrid_sync::stats::recorded();
+        let oldest = events.first().map(|e| e.at);
+        for w in &long {
+            let wait = w.to - w.from;
+            let line = format!("round {round:>2}: {:>9} wait", ms(wait.as_nanos() as u64));
+            if oldest.is_none_or(|t| t > w.from) {
+                lost += 1;
+                println!("{line}: its events were overwritten (the recorder keeps the latest 262,144; shorter --secs)");
+                continue;
+            }
+            if let Some(runq) = w.runq
+                && wait.as_nanos() as u64 - runq.min(wait.as_nanos() as u64) <= BOUND_NS
+            {
+                own += 1;
+                println!("{line}: own run queue {}", ms(runq));
+                continue;
+            }
+            let inside: Vec<_> = events.iter().filter(|e| e.at >= w.from && e.at <= w.to).collect();
+            // The longest stretch without any event, and what ended it.
+            let (mut last, mut gap, mut ender) = (w.from, Duration::ZERO, None);
+            for e in &inside {
+                if e.at - last > gap {
+                    (gap, ender) = (e.at - last, Some(*e));
+                }
+                last = e.at;
+            }
+            if w.to - last > gap {
+                (gap, ender) = (w.to - last, None);
+            }
+            if gap >= SILENCE {
+                let how = match ender.map(|e| e.event) {
+                    Some(hybrid_sync::stats::Event::Unparked | hybrid_sync::stats::Event::TimedRecheck) => {
+                        resumed += 1;
+                        "a parked thread resumed"
+                    }
+                    _ => {
+                        running += 1;
+                        "a running thread went on"
+                    }
+                };
+                let by = ender
+                    .map_or("the slow thread's acquisition".into(), |e| format!("thread {} {:?}", e.thread, e.event));
+                println!("{line}: silence {}, ended by {by} ({how})", ms(gap.as_nanos() as u64));
+            } else {
+                steps += 1;
+                println!("{line}: lock steps (longest silence {}):", ms(gap.as_nanos() as u64));
+                // The queue's events; spins and audits only counted.
+                use hybrid_sync::stats::Event::{Audit, Contended, SpinWin};
+                let mut quiet = 0;
+                for e in inside {
+                    if matches!(e.event, Audit | Contended | SpinWin) {
+                        quiet += 1;
+                        continue;
+                    }
+                    println!("      {:>9} thread {:>3} {:?}", ms((e.at - w.from).as_nanos() as u64), e.thread, e.event);
+                }
+                println!("      (and {quiet} audits, contended acquisitions and spin wins)");
+            }
+        }
+    }
+    let total = own + resumed + running + steps + lost;
+    println!(
+        "{total} waits over 2 ms in {ops} acquisitions of the slow thread: {own} own run queue; \
+         {} silences of 1 ms or more ({resumed} ended by a parked thread resuming, {running} by a running \
+         one going on); {steps} lock steps; {lost} not classified",
+        resumed + running
+    );
+}
+
 fn main() {
     let mut args = std::env::args().skip(1);
-    let (mut secs, mut rounds, mut peers) = (2u64, 3usize, vec![]);
+    let (mut secs, mut rounds, mut peers, mut traced) = (None, 3usize, vec![], false);
     while let Some(a) = args.next() {
         let mut value = |what: &str| args.next().unwrap_or_else(|| panic!("{a} needs {what}"));
         match a.as_str() {
-            "--secs" => secs = value("a number of seconds").parse().expect("--secs: not a number"),
+            "--secs" => secs = Some(value("a number of seconds").parse::<f64>().expect("--secs: not a number")),
             "--rounds" => rounds = value("a number of rounds").parse().expect("--rounds: not a number"),
             "--peers" => peers = value("a list of names").split(',').map(String::from).collect(),
-            other => panic!("unknown argument {other:?} (--secs N, --rounds N, --peers a,b)"),
+            "--trace" => traced = true,
+            other => panic!("unknown argument {other:?} (--secs N, --rounds N, --peers a,b, --trace)"),
         }
     }
+    if secs.is_some_and(|s| !(s > 0.0 && s < 1e6)) {
+        panic!("--secs: {} is not a duration in seconds", secs.unwrap_or_default());
+    }
+    if traced {
+        calibrate_work(50.0);
+        // Half a second per round: about what the recorder's ring holds here.
+        trace(Duration::from_secs_f64(secs.unwrap_or(0.5)), rounds);
+        return;
+    }
+    let secs = secs.unwrap_or(2.0);
     const KNOWN: [&str; 3] = ["hybrid-sync", "parking_lot", "std"];
     if let Some(p) = peers.iter().find(|p| !KNOWN.contains(&p.as_str())) {
         panic!("--peers: unknown contender {p:?} (known: {})", KNOWN.join(", "));
     }
     let want = |name: &str| peers.is_empty() || peers.iter().any(|p| p == name);
     calibrate_work(50.0);
-    let dur = Duration::from_secs(secs);
+    let dur = Duration::from_secs_f64(secs);
     println!("wait anatomy: {rounds} round(s) of {secs} s per workload; worst figures of all rounds");
     // Every wanted contender, in the table just printed.
     let contenders = |tight: usize, slow: bool, bound_ns: u64| {

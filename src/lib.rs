@@ -70,7 +70,7 @@
 //! | `no-spin` | never spin: queue and park at once. For single-vCPU containers and real-time priorities, where a spinner steals the owner's CPU |
 //! | `handoff-250us` | handoff timeout 250 µs: tighter worst-case wait, less barging |
 //! | `handoff-4ms` | handoff timeout 4 ms (rwsem's): more throughput under heavy contention |
-//! | `stats` | per-lock counters (`lock.stats()`: acquisitions, contended, wait mean/max, spins and spin wins, parks, handoffs) and process-wide event counters ([`stats`]), zero-cost when off |
+//! | `stats` | per-lock counters (`lock.stats()`: acquisitions, contended, wait mean/max, spins and spin wins, parks, handoffs), process-wide event counters ([`stats`]) and a flight recorder of every slow-path event ([`stats::record`]), zero-cost when off |
 //! | `lock_api` | `hybrid_sync::RawRwLock` and `RawMutex` implement `lock_api`'s raw lock traits (timed, fair, downgrade), for blocking `lock_api::RwLock<hybrid_sync::RawRwLock, T>` |
 //! | `tracing` | tokio-console sees `RwLock` and `Mutex` as resources: tokio's `runtime.resource` span schema (state updates, async-op spans for waits) through `tracing`, no `tokio_unstable` needed; zero-cost when off |
 //!

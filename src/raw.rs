@@ -248,6 +248,7 @@ impl<L: Layout> RawRwLock<L> {
     /// into a convoy of handoffs: a head is due at most once per gap.
     #[cold]
     fn audit_head(&self) {
+        self.stats.event(Event::Audit);
         let q = self.lock_queue();
         let Some(head) = q.head() else { return };
         let mut s = self.state.load(Ordering::Relaxed);
@@ -1288,10 +1289,13 @@ impl<L: Layout> RawRwLock<L> {
                 }
             };
             match node.state() {
-                WAITING => match left {
-                    None => crate::loom::park(),
-                    Some(left) => crate::loom::park_timeout(left),
-                },
+                WAITING => {
+                    match left {
+                        None => crate::loom::park(),
+                        Some(left) => crate::loom::park_timeout(left),
+                    }
+                    self.stats.event(Event::Unparked);
+                }
                 GRANTED => {
                     // SAFETY: our node, granted.
                     unsafe { self.take_grant(node) };

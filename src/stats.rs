@@ -3,7 +3,7 @@
 //! on a slow path; without it every hook is an empty inline function and
 //! the per-lock counters take no space.
 //!
-//! Two views:
+//! Three views:
 //! - per lock: [`RwLock::stats`](crate::RwLock::stats),
 //!   [`Mutex::stats`](crate::Mutex::stats) and
 //!   [`LockRef::stats`](crate::LockRef::stats) return a [`LockStats`]:
@@ -12,6 +12,12 @@
 //!   handoffs...). This is what to read to pick a tuning feature.
 //! - process-wide: [`snapshot`] sums each [`Event`] over all locks, for a
 //!   benchmark that wants to see what the slow paths did.
+//! - a flight recorder: between [`record`]`(true)` and [`record`]`(false)`
+//!   every event is also appended, with a clock read, its thread and its
+//!   lock, to a ring of the latest 262,144, which [`recorded`] returns in
+//!   order. It shows what every lock user was doing during one long wait
+//!   (`examples/wait_anatomy.rs --trace`); off, it costs each event one
+//!   relaxed load.
 //!
 //! ```
 //! let m = hybrid_sync::Mutex::new(0);
@@ -22,7 +28,7 @@
 //! println!("{stats}");
 //! ```
 //!
-//! With `stats` on, a lock grows by the counters (18 words) and every
+//! With `stats` on, a lock grows by the counters (20 words) and every
 //! acquisition pays one relaxed increment; a contended one also reads the
 //! clock twice. [`LockRef`](crate::LockRef) then no longer fits in 8 bytes.
 
@@ -58,18 +64,109 @@ pub enum Event {
     Cancel,
     /// A blocked thread woke from a timed park to look at the lock again.
     TimedRecheck,
+    /// A barging acquisition looked at the queue head for an overdue
+    /// handoff (one in 64 barges per thread, while anyone is queued).
+    Audit,
+    /// A parked thread woke up (from an untimed park: timed ones are
+    /// [`TimedRecheck`](Event::TimedRecheck)), woken, granted or spuriously.
+    Unparked,
 }
 
 /// Number of [`Event`] kinds.
-pub const EVENTS: usize = Event::TimedRecheck as usize + 1;
+pub const EVENTS: usize = Event::Unparked as usize + 1;
+
+/// One event as the recorder saw it (see [`record`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Recorded {
+    /// When it happened (a clock read just after the event).
+    pub at: std::time::Instant,
+    /// The thread it happened on: a small number, the same for every event
+    /// of one thread, in the order threads first recorded something.
+    pub thread: u32,
+    /// The lock it happened on: an address inside the lock.
+    pub lock: usize,
+    /// What happened.
+    pub event: Event,
+}
 
 #[cfg(feature = "stats")]
 mod imp {
-    use super::{EVENTS, Event, LockStats};
+    use super::{ALL, EVENTS, Event, LockStats, Recorded};
     // Plain std atomics even in loom builds: statistics are not part of the
     // protocol and must not multiply the schedules loom explores.
-    use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-    use std::time::Instant;
+    use std::sync::OnceLock;
+    use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
+    use std::time::{Duration, Instant};
+
+    /// Events the recorder keeps, the latest ones (24 bytes each).
+    const RECORDER_SLOTS: usize = 1 << 18;
+
+    /// The flight recorder: a ring of the latest slow-path events of every
+    /// lock. Each slot is three relaxed words (time since `base` + 1, 0 for
+    /// an empty slot; thread and event; lock), written one by one, so a
+    /// slot read while being written may mix two events: read after
+    /// `record(false)`.
+    struct Recorder {
+        base: Instant,
+        next: AtomicUsize,
+        slots: Box<[[AtomicU64; 3]]>,
+    }
+
+    static RECORDING: AtomicBool = AtomicBool::new(false);
+    static RECORDER: OnceLock<Recorder> = OnceLock::new();
+
+    /// Starts recording (clearing what was recorded before) or stops.
+    pub fn record(on: bool) {
+        if on {
+            let r = RECORDER.get_or_init(|| Recorder {
+                base: Instant::now(),
+                next: AtomicUsize::new(0),
+                slots: (0..RECORDER_SLOTS).map(|_| [const { AtomicU64::new(0) }; 3]).collect(),
+            });
+            for slot in r.slots.iter() {
+                slot[0].store(0, Relaxed);
+            }
+            r.next.store(0, Relaxed);
+        }
+        RECORDING.store(on, Relaxed);
+    }
+
+    /// What the recorder holds, oldest first.
+    pub fn recorded() -> Vec<Recorded> {
+        let Some(r) = RECORDER.get() else { return Vec::new() };
+        let mut out: Vec<Recorded> = r
+            .slots
+            .iter()
+            .filter_map(|slot| {
+                let at = slot[0].load(Relaxed).checked_sub(1)?;
+                let who = slot[1].load(Relaxed);
+                Some(Recorded {
+                    at: r.base + Duration::from_nanos(at),
+                    thread: (who >> 8) as u32,
+                    lock: slot[2].load(Relaxed) as usize,
+                    event: *ALL.get((who & 0xff) as usize)?,
+                })
+            })
+            .collect();
+        out.sort_by_key(|e| e.at);
+        out
+    }
+
+    /// Appends one event to the ring.
+    #[cold]
+    fn record_event(lock: usize, e: Event) {
+        static THREADS: AtomicU32 = AtomicU32::new(0);
+        std::thread_local! {
+            static THREAD: u32 = THREADS.fetch_add(1, Relaxed);
+        }
+        let Some(r) = RECORDER.get() else { return };
+        let thread = THREAD.try_with(|t| *t).unwrap_or(u32::MAX);
+        let slot = &r.slots[r.next.fetch_add(1, Relaxed) % RECORDER_SLOTS];
+        let at = u64::try_from(r.base.elapsed().as_nanos()).unwrap_or(u64::MAX - 1);
+        slot[1].store(u64::from(thread) << 8 | e as u64, Relaxed);
+        slot[2].store(lock as u64, Relaxed);
+        slot[0].store(at + 1, Relaxed);
+    }
 
     static COUNTS: [AtomicU64; EVENTS] = [const { AtomicU64::new(0) }; EVENTS];
 
@@ -123,6 +220,9 @@ mod imp {
         pub(crate) fn event(&self, e: Event) {
             COUNTS[e as usize].fetch_add(1, Relaxed);
             self.events[e as usize].fetch_add(1, Relaxed);
+            if RECORDING.load(Relaxed) {
+                record_event(self as *const Self as usize, e);
+            }
         }
 
         /// An acquisition that did not wait.
@@ -155,11 +255,19 @@ mod imp {
 
 #[cfg(not(feature = "stats"))]
 mod imp {
-    use super::{EVENTS, Event, LockStats};
+    use super::{EVENTS, Event, LockStats, Recorded};
 
     /// Always zeros without the `stats` feature.
     pub fn snapshot(_reset: bool) -> [u64; EVENTS] {
         [0; EVENTS]
+    }
+
+    /// Records nothing without the `stats` feature.
+    pub fn record(_on: bool) {}
+
+    /// Always empty without the `stats` feature.
+    pub fn recorded() -> Vec<Recorded> {
+        Vec::new()
     }
 
     /// No counters: a zero-sized field.
@@ -203,8 +311,8 @@ mod imp {
     }
 }
 
-pub use imp::snapshot;
 pub(crate) use imp::{Counters, Stamp};
+pub use imp::{record, recorded, snapshot};
 
 /// One lock's counters at one moment, from
 /// [`RwLock::stats`](crate::RwLock::stats) and friends. All zeros (and
@@ -324,4 +432,6 @@ pub const ALL: [Event; EVENTS] = [
     Event::RetryLost,
     Event::Cancel,
     Event::TimedRecheck,
+    Event::Audit,
+    Event::Unparked,
 ];

@@ -131,8 +131,9 @@ fn contender<P: Peer>(lock: &P, stop: &AtomicBool, outside_ns: u64, runq: bool, 
         // The run-queue time up to the acquisition is read inside the
         // section (time runnable after it, in the section or after the
         // release, is no part of the wait), and only for the waits that
-        // are reported: one read costs ~0.75 us.
-        let watch = bound_ns.min(w.max_wait);
+        // can change what is reported: over the bound, or longer than the
+        // longest wait-less-run-queue so far. One read costs ~0.75 us.
+        let watch = bound_ns.min(w.max_own.unwrap_or(0));
         let (mut q1, mut start, mut end) = (None, 0, 0);
         let acquired = lock.blocking_write(|v| {
             let t = ticks();

@@ -67,8 +67,9 @@ pub enum Event {
     /// A barging acquisition looked at the queue head for an overdue
     /// handoff (one in 64 barges per thread, while anyone is queued).
     Audit,
-    /// A parked thread woke up (from an untimed park: timed ones are
-    /// [`TimedRecheck`](Event::TimedRecheck)), woken, granted or spuriously.
+    /// A thread parked in the queue woke up: woken, granted, spuriously, or
+    /// (`lock_api`'s timed locks) at its deadline. The nap of a woken
+    /// thread that lost is [`TimedRecheck`](Event::TimedRecheck).
     Unparked,
 }
 

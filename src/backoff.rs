@@ -15,7 +15,10 @@
 //!   by an eighth after a pause that ends with the lock free (we may have
 //!   overslept), so it settles where about half the polls find the lock
 //!   free: a spinner on a 2 us lock stops hammering the owner's cache line
-//!   (which slows the owner down), one on a 20 ns lock keeps polling tightly.
+//!   (which slows the owner down), one on a 20 ns lock polls as often as the
+//!   lower bound allows. That bound is one cache-line round trip, not one
+//!   `pause` (see [`DELAY_MIN_NS`]): polling faster cannot see a release any
+//!   sooner, and each poll makes the owner's next atomic wait for the line.
 //! * `wait_ns`: an average of how long spinning had to wait before it won
 //!   (glibc's adaptive mutex keeps the same statistic). Failures push it up;
 //!   once it reaches the spin limit, spinning on that lock is reduced to a
@@ -148,9 +151,10 @@ struct Slot {
 }
 
 impl Slot {
-    /// A lock seen for the first time: poll tightly, and expect a wait of
-    /// about half a microsecond (a short critical section plus a cache-line
-    /// transfer or two) until its own history says otherwise.
+    /// A lock seen for the first time: poll as often as [`DELAY_MIN_NS`]
+    /// allows, and expect a wait of about half a microsecond (a short
+    /// critical section plus a cache-line transfer or two) until its own
+    /// history says otherwise.
     const EMPTY: Slot = Slot { tag: 0, delay_ns: DELAY_MIN_NS, wait_ns: 500, stalls: 0, lost: 0, credit: 0 };
 }
 

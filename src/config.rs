@@ -83,14 +83,40 @@ pub(crate) const STALLS_BEFORE_SKIP: u32 = 4;
 pub(crate) const STALL_RECHECK: u32 = 8;
 
 /// Bounds of the learned pause between two polls of a held lock word.
-/// The lower bound is about one `pause` on recent x86 (25 ns measured here,
-/// 10-140 cycles across Intel generations). The upper one lets a spinner on
-/// a busy lock poll only a few times per budget: in the showdown's 2-worker
-/// write-heavy run, raising it from 1 us to 2 us moved throughput from 0.76x
-/// to about 0.8x parking_lot's, because every poll pulls the owner's line.
-pub(crate) const DELAY_MIN_NS: u32 = 20;
+///
+/// The lower bound is what one poll costs the owner, not what a `pause`
+/// costs the spinner. A poll of a word that another core owns pulls its
+/// cache line over, and the owner's next atomic operation on it (its
+/// release, or its next acquisition) waits for the line to come back: a
+/// round trip of some hundred nanoseconds. A spinner that polls more often
+/// than that cannot see a release sooner, yet it slows every section of an
+/// owner that runs short ones back to back, the common case under
+/// contention (a worker running 16 operations per task, a thread in an
+/// acquire-release loop). With the bound at one `pause` (20 ns), the two
+/// atomics of each such section took three times what parking_lot's did in
+/// the showdown's async write-heavy run (perf, 2026-12-02), whose waiting
+/// worker sits in `sched_yield` instead. At 300 ns, in 5 interleaved quick
+/// rounds against the bound at 20 ns (medians, ratios to parking_lot):
+/// write-heavy 0.75x to 0.97x, mixed 0.77x to 0.87x, 2 threads 0.90x to
+/// 1.16x, seed 004's 10/100/1000 tasks 0.79x/0.78x/0.56x to
+/// 0.94x/1.01x/0.69x, all at less CPU per operation; read-heavy, 8 and 32
+/// threads, seed 000, seed 002 and hold-across moved within their spread.
+/// 600 ns and 1 us gave up some of it (read-heavy, mixed, 2 threads, seed
+/// 002), and a floor for tasks alone some more (mixed, 2 threads).
+///
+/// The upper bound lets a spinner on a busy lock poll only a few times per
+/// budget: in the showdown's 2-worker write-heavy run, raising it from 1 us
+/// to 2 us moved throughput from 0.76x to about 0.8x parking_lot's, because
+/// every poll pulls the owner's line.
+pub(crate) const DELAY_MIN_NS: u32 = 300;
 #[cfg_attr(any(hybrid_sync_loom, hybrid_sync_shuttle), allow(dead_code))] // unused by the models
 pub(crate) const DELAY_MAX_NS: u32 = 2_000;
+
+/// The pause between two looks of a queued thread at its own node while it
+/// waits for a grant that may come soon. The node's line is written once,
+/// by the granter, so the look costs nobody else anything.
+#[cfg_attr(any(hybrid_sync_loom, hybrid_sync_shuttle), allow(dead_code))] // unused by the models
+pub(crate) const NODE_POLL_NS: u32 = 80;
 
 /// The pause of a lockless `LockRef` update after its first lost
 /// compare-and-swap in a row; each further loss doubles it, up to

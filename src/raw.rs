@@ -1349,7 +1349,7 @@ impl<L: Layout> RawRwLock<L> {
         {
             let start = Instant::now();
             while node.state() == WAITING && start.elapsed().as_nanos() < u128::from(config::SPIN_LIMIT_BLOCKING_NS) {
-                backoff::relax_ns(config::DELAY_MIN_NS * 4);
+                backoff::relax_ns(config::NODE_POLL_NS);
             }
         }
         #[cfg(any(hybrid_sync_loom, hybrid_sync_shuttle))]

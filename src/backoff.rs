@@ -618,4 +618,32 @@ mod tests {
         assert_eq!(short_slot.tag, st);
         assert!(short_slot.wait_ns < 4_000, "{}", short_slot.wait_ns);
     }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "times spins against the clock, which Miri slows ~1000x")]
+    fn polls_are_never_closer_than_the_floor() {
+        // An owner that keeps running and a spinner that keeps losing the
+        // race for every release it sees: two polls in three find the word
+        // free but taken (each shrinks the pause), the third finds it held
+        // by the next owner (a changed word, so the spin never counts as
+        // stalled). The pause would shrink to nothing but for the floor,
+        // and the spin runs its whole budget: at most one poll per floor,
+        // and the first one. A thread
+        // preempted mid-spin only polls less; the factor 2 leaves room for
+        // a `pause` calibration that came out long.
+        let limit_ns = 40_000;
+        let mut polls = 0u32;
+        let started = Instant::now();
+        let outcome = spin(0x40_0000, limit_ns, || {
+            polls += 1;
+            if polls.is_multiple_of(3) { Probe::Held(polls) } else { Probe::Lost }
+        });
+        let took = started.elapsed().as_nanos();
+        assert_eq!(outcome, Spin::GaveUp);
+        let most = 2 * (took / u128::from(DELAY_MIN_NS)) + 2;
+        assert!(
+            u128::from(polls) <= most,
+            "{polls} polls in {took} ns, at most {most} with a pause of at least {DELAY_MIN_NS} ns"
+        );
+    }
 }

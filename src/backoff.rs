@@ -628,9 +628,9 @@ mod tests {
         // by the next owner (a changed word, so the spin never counts as
         // stalled). The pause would shrink to nothing but for the floor,
         // and the spin runs its whole budget: at most one poll per floor,
-        // and the first one. A thread
-        // preempted mid-spin only polls less; the factor 2 leaves room for
-        // a `pause` calibration that came out long.
+        // and the first one. A thread preempted mid-spin only polls less;
+        // the factor 2 leaves room for a `pause` calibration that came out
+        // long.
         let limit_ns = 40_000;
         let mut polls = 0u32;
         let started = Instant::now();

@@ -19,6 +19,18 @@
 //!   lower bound allows. That bound is one cache-line round trip, not one
 //!   `pause` (see [`DELAY_MIN_NS`]): polling faster cannot see a release any
 //!   sooner, and each poll makes the owner's next atomic wait for the line.
+//!
+//!   Two waits do not use it, because the lock word tells how they end
+//!   ([`Pace`]). A writer spinner that holds `WOKEN` while the readers
+//!   inside leave polls every [`DRAIN_POLL_NS`](config::DRAIN_POLL_NS):
+//!   nobody can enter before it, so a poll delays no hand-over, and at the
+//!   learned pace the lock sat empty after the last reader left, with every
+//!   reader behind the writer waiting too. A reader behind such a writer
+//!   pauses twice the learned delay: no poll can win before the writer has
+//!   drained the readers and run its section, and earlier polls only pull
+//!   the line away from it. Neither teaches the learned delay anything. In
+//!   the showdown's async read-heavy run the two took hybrid-sync from 0.92x
+//!   to 1.07x parking_lot (8 interleaved quick rounds, 2026-12-02).
 //! * `wait_ns`: an average of how long spinning had to wait before it won
 //!   (glibc's adaptive mutex keeps the same statistic). Failures push it up;
 //!   once it reaches the spin limit, spinning on that lock is reduced to a
@@ -109,7 +121,7 @@ use std::time::Instant;
 
 use crate::config::{self, BACKOFF_SLOTS, DELAY_MIN_NS};
 #[cfg(not(any(hybrid_sync_loom, hybrid_sync_shuttle)))]
-use crate::config::{DELAY_MAX_NS, SPIN_PROBE_NS, STALL_RECHECK, STALLS_BEFORE_SKIP};
+use crate::config::{DELAY_MAX_NS, DRAIN_POLL_NS, SPIN_PROBE_NS, STALL_RECHECK, STALLS_BEFORE_SKIP};
 
 /// What one poll of the lock word found.
 pub(crate) enum Probe {
@@ -119,8 +131,31 @@ pub(crate) enum Probe {
     Handoff,
     /// The lock was free but another thread's CAS won the race.
     Lost,
-    /// The lock is held; the word as observed.
+    /// The lock is held; the word as observed. The next poll comes after
+    /// the pause learned for this lock.
     Held(u32),
+    /// The lock is held, and who holds it or is next says when the next poll
+    /// can pay better than the learned pause does (see [`Pace`]). Pauses
+    /// taken at such a pace teach the learned one nothing.
+    HeldPaced(u32, Pace),
+}
+
+/// When to poll a held lock word again, where the word itself says more
+/// than this lock's history (see [`Probe::HeldPaced`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Pace {
+    /// A writer holding `WOKEN` waits for the readers inside to leave.
+    /// Nobody can enter before it (new readers hold back, and a barging
+    /// writer needs the readers gone too), so a poll cannot cost anyone a
+    /// hand-over; it costs a leaving reader's release one cache miss, which
+    /// the writer's CAS would cost it anyway. Poll every
+    /// [`DRAIN_POLL_NS`](config::DRAIN_POLL_NS).
+    Drain,
+    /// A reader waits behind a writer spinner that holds `WOKEN`: no poll
+    /// can win before the readers inside have left, the writer has taken
+    /// the lock and run its whole section. Pause twice the learned delay,
+    /// so that the reader's polls stay out of the writer's way meanwhile.
+    BehindWriter,
 }
 
 /// How a spin ended.
@@ -280,11 +315,14 @@ pub(crate) fn spin(addr: usize, limit_ns: u32, mut probe: impl FnMut() -> Probe)
     let mut last_change = start;
     let mut last_word = None;
     let mut changed = false;
+    // Whether the latest pause was the learned one, whose outcome the
+    // learning rules below judge.
     let mut paused = false;
     let mut polled = Some(first);
     // The latest clock reading, and the pause taken after it.
     let (mut now, mut pause) = (start, 0);
     let outcome = loop {
+        let mut pace = None;
         match polled.take().unwrap_or_else(&mut probe) {
             Probe::Acquired => break Spin::Acquired,
             Probe::Handoff => break Spin::Handoff,
@@ -296,7 +334,10 @@ pub(crate) fn spin(addr: usize, limit_ns: u32, mut probe: impl FnMut() -> Probe)
                     slot.delay_ns -= (slot.delay_ns / 8).min(slot.delay_ns - DELAY_MIN_NS);
                 }
             }
-            Probe::Held(word) => {
+            held @ (Probe::Held(word) | Probe::HeldPaced(word, _)) => {
+                if let Probe::HeldPaced(_, p) = held {
+                    pace = Some(p);
+                }
                 if paused {
                     slot.delay_ns = (slot.delay_ns + slot.delay_ns / 8 + 1).min(DELAY_MAX_NS);
                 }
@@ -315,9 +356,14 @@ pub(crate) fn spin(addr: usize, limit_ns: u32, mut probe: impl FnMut() -> Probe)
         // Never sleep past the point where the owner counts as stalled: a
         // learned delay longer than the stall budget would turn every
         // "probe only" spin into a full delay.
-        pause = (slot.delay_ns as u128).min(stall_ns - quiet) as u32;
+        let delay = match pace {
+            None => slot.delay_ns,
+            Some(Pace::Drain) => DRAIN_POLL_NS,
+            Some(Pace::BehindWriter) => slot.delay_ns.saturating_mul(2),
+        };
+        pause = (delay as u128).min(stall_ns - quiet) as u32;
         pause_ns(pause);
-        paused = true;
+        paused = pace.is_none();
     };
 
     // No clock read after a win: the lock is ours from the winning poll on,
@@ -446,7 +492,7 @@ pub(crate) fn spin(_addr: usize, _limit_ns: u32, mut probe: impl FnMut() -> Prob
         match probe() {
             Probe::Acquired => return Spin::Acquired,
             Probe::Handoff => return Spin::Handoff,
-            Probe::Lost | Probe::Held(_) => {}
+            Probe::Lost | Probe::Held(_) | Probe::HeldPaced(..) => {}
         }
     }
     Spin::GaveUp
@@ -617,6 +663,67 @@ mod tests {
         let short_slot = SLOTS.with(|s| s[si].get());
         assert_eq!(short_slot.tag, st);
         assert!(short_slot.wait_ns < 4_000, "{}", short_slot.wait_ns);
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "times spins against the clock, which Miri slows ~1000x")]
+    fn paced_polls_follow_the_word_and_teach_the_learned_pause_nothing() {
+        // The spins below are timed by the clock, and a thread preempted
+        // mid-spin polls less than it meant to, so the comparisons of poll
+        // rates get a few attempts, each on a lock of its own.
+        let mut failures = Vec::new();
+        for attempt in 0..5 {
+            match paced_scenario(0x50_0000 + attempt * 0x1_0000) {
+                Ok(()) => return,
+                Err(e) => failures.push(e),
+            }
+        }
+        panic!("every attempt failed: {failures:#?}");
+    }
+
+    fn paced_scenario(addr: usize) -> Result<(), String> {
+        let limit_ns = 40_000;
+        let delay = || SLOTS.with(|s| s[slot_of(addr).0].get().delay_ns);
+        // One spin's polls per microsecond, with `probe` saying what each
+        // poll (numbered from 1) found.
+        let rate = |probe: &mut dyn FnMut(u32) -> Probe| {
+            let mut polls = 0;
+            let started = Instant::now();
+            assert_eq!(
+                spin(addr, limit_ns, || {
+                    polls += 1;
+                    probe(polls)
+                }),
+                Spin::GaveUp
+            );
+            f64::from(polls) * 1e3 / started.elapsed().as_nanos() as f64
+        };
+        // Polls of a held, changing word at the learned pace: every one finds
+        // it held, so the pause grows to the ceiling (the first spin), and
+        // stays there (the second, whose rate is the learned pace's).
+        rate(&mut |n| Probe::Held(n));
+        let learned_rate = rate(&mut |n| Probe::Held(n));
+        let learned = delay();
+        assert_eq!(learned, DELAY_MAX_NS, "the learned pause did not grow");
+        // A writer waiting for readers to drain polls far more often than
+        // the learned pause lets it (DRAIN_POLL_NS against 2 us)...
+        let drain_rate = rate(&mut |n| Probe::HeldPaced(n, Pace::Drain));
+        if drain_rate < 4.0 * learned_rate {
+            return Err(format!("drain: {drain_rate:.2} polls/us, learned pace {learned_rate:.2}"));
+        }
+        // ...a reader behind a writer about half as often.
+        let behind_rate = rate(&mut |n| Probe::HeldPaced(n, Pace::BehindWriter));
+        if behind_rate > 0.75 * learned_rate {
+            return Err(format!("behind a writer: {behind_rate:.2} polls/us, learned pace {learned_rate:.2}"));
+        }
+        // Neither teaches the learned pause anything: not a held word after
+        // a paced pause (which would grow it, were it not at the ceiling),
+        // nor a free one (which would shrink it).
+        for pace in [Pace::Drain, Pace::BehindWriter] {
+            rate(&mut |n| if n % 2 == 0 { Probe::Lost } else { Probe::HeldPaced(n, pace) });
+            assert_eq!(delay(), learned, "{pace:?}: paced pauses changed the learned pause");
+        }
+        Ok(())
     }
 
     #[test]

@@ -72,7 +72,7 @@ use core::pin::pin;
 use core::task::{Poll, Waker};
 use std::time::{Duration, Instant};
 
-use crate::backoff::{self, Probe, Spin};
+use crate::backoff::{self, Pace, Probe, Spin};
 use crate::config::{self, FAIR, SPIN};
 use crate::layout::{Inline, Layout};
 use crate::loom::Ordering;
@@ -780,9 +780,20 @@ impl<L: Layout> RawRwLock<L> {
                 token = true;
                 // The word as it is now: our own token is no sign that the
                 // owner makes progress (the stall rule in `backoff::spin`).
-                return Probe::Held(s | WOKEN);
+                return Probe::HeldPaced(s | WOKEN, Pace::Drain);
             }
-            Probe::Held(s)
+            if token && reader_count(s) > 0 {
+                // The readers inside are leaving, and nobody can come in
+                // before us.
+                Probe::HeldPaced(s, Pace::Drain)
+            } else if kind == Kind::Read && has_woken(s) {
+                // `futile` sent away readers that face queued waiters, so
+                // this token is a writer spinner's, and the writer goes
+                // first.
+                Probe::HeldPaced(s, Pace::BehindWriter)
+            } else {
+                Probe::Held(s)
+            }
         });
         if let Some(seen) = handoff_seen {
             handoff_ns += seen.elapsed().as_nanos() as u64;

@@ -786,10 +786,10 @@ impl<L: Layout> RawRwLock<L> {
                 // The readers inside are leaving, and nobody can come in
                 // before us.
                 Probe::HeldPaced(s, Pace::Drain)
-            } else if kind == Kind::Read && has_woken(s) {
-                // `futile` sent away readers that face queued waiters, so
-                // this token is a writer spinner's, and the writer goes
-                // first.
+            } else if kind == Kind::Read && (is_write_locked(s) || has_woken(s)) {
+                // A writer holds the lock, or will take it first: `futile`
+                // sent away readers that face queued waiters, so a token
+                // here is a writer spinner's.
                 Probe::HeldPaced(s, Pace::BehindWriter)
             } else {
                 Probe::Held(s)

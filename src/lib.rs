@@ -19,10 +19,12 @@
 //!      ├─ uncontended: one compare-and-swap ───────────────────────────► held
 //!      │
 //!      ├─ spin: at most two spinners per lock poll the lock word, pausing
-//!      │   between polls for a delay learned per lock address; they go on
-//!      │   only while the owner makes visible progress, never past about one
-//!      │   park/unpark round trip, and stop the moment HANDOFF is set;
-//!      │   nobody starts on a lock granted to a waiter not yet running ─► held
+//!      │   between polls for a delay learned per lock address (shorter for
+//!      │   a writer waiting for readers to leave, longer for a reader behind
+//!      │   a writer); they go on only while the owner makes visible progress,
+//!      │   never past about one park/unpark round trip, and stop the moment
+//!      │   HANDOFF is set; nobody starts on a lock granted to a
+//!      │   waiter not yet running ─────────────────────────────────────► held
 //!      │
 //!      ├─ queue: under the queue lock, take the lock if the policy allows
 //!      │   (no handoff pending; readers never pass queued waiters), else

@@ -325,8 +325,12 @@ pub(crate) fn spin(addr: usize, limit_ns: u32, mut probe: impl FnMut() -> Probe)
     // The latest clock reading, and the pause taken after it.
     let (mut now, mut pause) = (start, 0);
     let outcome = loop {
-        let mut pace = None;
-        match polled.take().unwrap_or_else(&mut probe) {
+        let found = polled.take().unwrap_or_else(&mut probe);
+        let pace = match found {
+            Probe::HeldPaced(_, pace) => Some(pace),
+            _ => None,
+        };
+        match found {
             Probe::Acquired => break Spin::Acquired,
             Probe::Handoff => break Spin::Handoff,
             Probe::Lost => {
@@ -337,10 +341,7 @@ pub(crate) fn spin(addr: usize, limit_ns: u32, mut probe: impl FnMut() -> Probe)
                     slot.delay_ns -= (slot.delay_ns / 8).min(slot.delay_ns - DELAY_MIN_NS);
                 }
             }
-            held @ (Probe::Held(word) | Probe::HeldPaced(word, _)) => {
-                if let Probe::HeldPaced(_, p) = held {
-                    pace = Some(p);
-                }
+            Probe::Held(word) | Probe::HeldPaced(word, _) => {
                 if paused {
                     slot.delay_ns = (slot.delay_ns + slot.delay_ns / 8 + 1).min(DELAY_MAX_NS);
                 }

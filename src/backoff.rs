@@ -22,7 +22,7 @@
 //!
 //!   Two waits do not use it, because the lock word tells how they end
 //!   ([`Pace`]). A writer spinner that holds `WOKEN` while the readers
-//!   inside leave polls every [`DRAIN_POLL_NS`](config::DRAIN_POLL_NS):
+//!   inside leave polls every [`DRAIN_POLL_NS`]:
 //!   nobody can enter before it, so a poll delays no hand-over, and at the
 //!   learned pace the lock sat empty after the last reader left, with every
 //!   reader behind the writer waiting too. A reader behind a writer (such a
@@ -121,6 +121,8 @@
 use core::cell::Cell;
 use std::time::Instant;
 
+#[cfg(not(any(hybrid_sync_loom, hybrid_sync_shuttle)))]
+use crate::clock;
 use crate::config::{self, BACKOFF_SLOTS, DELAY_MIN_NS};
 #[cfg(not(any(hybrid_sync_loom, hybrid_sync_shuttle)))]
 use crate::config::{DELAY_MAX_NS, DRAIN_POLL_NS, SPIN_PROBE_NS, STALL_RECHECK, STALLS_BEFORE_SKIP};
@@ -151,7 +153,7 @@ pub(crate) enum Pace {
     /// writer needs the readers gone too), so a poll cannot cost anyone a
     /// hand-over; it costs a leaving reader's release one cache miss, which
     /// the writer's CAS would cost it anyway. Poll every
-    /// [`DRAIN_POLL_NS`](config::DRAIN_POLL_NS).
+    /// [`DRAIN_POLL_NS`].
     Drain,
     /// A reader waits behind a writer: one that holds the lock, or a writer
     /// spinner that holds `WOKEN` and takes it first. No poll can win
@@ -311,10 +313,10 @@ pub(crate) fn spin(addr: usize, limit_ns: u32, mut probe: impl FnMut() -> Probe)
         SPIN_PROBE_NS
     } else {
         slot.wait_ns.saturating_mul(2).clamp(SPIN_PROBE_NS, limit_ns)
-    } as u128;
+    } as u64;
 
     pause_cost_x16(); // calibrate before the clock starts
-    let start = Instant::now();
+    let start = clock::now();
     let mut last_change = start;
     let mut last_word = None;
     let mut changed = false;
@@ -326,6 +328,7 @@ pub(crate) fn spin(addr: usize, limit_ns: u32, mut probe: impl FnMut() -> Probe)
     let (mut now, mut pause) = (start, 0);
     let outcome = loop {
         let found = polled.take().unwrap_or_else(&mut probe);
+        let mut moved = false;
         let pace = match found {
             Probe::HeldPaced(_, pace) => Some(pace),
             _ => None,
@@ -348,13 +351,16 @@ pub(crate) fn spin(addr: usize, limit_ns: u32, mut probe: impl FnMut() -> Probe)
                 if last_word != Some(word) {
                     changed |= last_word.is_some();
                     last_word = Some(word);
-                    last_change = Instant::now();
+                    moved = true;
                 }
             }
         }
-        now = Instant::now();
-        let quiet = now.duration_since(last_change).as_nanos();
-        if now.duration_since(start).as_nanos() >= limit_ns as u128 || quiet >= stall_ns {
+        now = clock::now();
+        if moved {
+            last_change = now;
+        }
+        let quiet = now.saturating_sub(last_change);
+        if now.saturating_sub(start) >= u64::from(limit_ns) || quiet >= stall_ns {
             break Spin::GaveUp;
         }
         // Never sleep past the point where the owner counts as stalled: a
@@ -365,21 +371,22 @@ pub(crate) fn spin(addr: usize, limit_ns: u32, mut probe: impl FnMut() -> Probe)
             Some(Pace::Drain) => DRAIN_POLL_NS,
             Some(Pace::BehindWriter) => slot.delay_ns.saturating_mul(2),
         };
-        pause = (delay as u128).min(stall_ns - quiet) as u32;
+        pause = u64::from(delay).min(stall_ns - quiet) as u32;
         pause_ns(pause);
         paused = pace.is_none();
     };
 
     // No clock read after a win: the lock is ours from the winning poll on,
     // and whatever runs here lengthens the critical section (a clock read
-    // costs 20-45 ns on the development VMs, about a short section). The
+    // costs about 10 ns with the TSC, 20-45 ns through `Instant` on the
+    // development VMs, up to a short section; see `clock`). The
     // last reading plus the pause after it is what the win took, to within
     // one poll.
     let waited = match outcome {
-        Spin::Acquired => now.duration_since(start).as_nanos() + pause as u128,
-        _ => now.duration_since(start).as_nanos(),
+        Spin::Acquired => now.saturating_sub(start) + u64::from(pause),
+        _ => now.saturating_sub(start),
     }
-    .min(u32::MAX as u128) as u32;
+    .min(u64::from(u32::MAX)) as u32;
     // Count the spins in a row that ended on a frozen word (a probe after a
     // run of skipped spins restarts the run); any sign of life clears it.
     slot.stalls = match outcome {

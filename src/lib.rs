@@ -154,6 +154,7 @@
 
 mod acquire;
 mod backoff;
+mod clock;
 mod config;
 mod error;
 mod guard;

@@ -73,6 +73,7 @@ use core::task::{Poll, Waker};
 use std::time::{Duration, Instant};
 
 use crate::backoff::{self, Pace, Probe, Spin};
+use crate::clock;
 use crate::config::{self, FAIR, SPIN};
 use crate::layout::{Inline, Layout};
 use crate::loom::Ordering;
@@ -271,7 +272,7 @@ impl<L: Layout> RawRwLock<L> {
             0
         };
         // SAFETY: under the queue lock.
-        if !unsafe { head.waited_at_least(Instant::now(), config::handoff_timeout_ns() + grace) } {
+        if !unsafe { head.waited_at_least(clock::now(), config::handoff_timeout_ns() + grace) } {
             return;
         }
         while !has_handoff(s) {
@@ -540,7 +541,7 @@ impl<L: Layout> RawRwLock<L> {
                     // which sleepers wake. The price: the k-th overdue
                     // waiter waits about timeout + k gaps.
                     if let (false, Some(next)) = (FAIR || futile_wake, next) {
-                        let now = *now.get_or_insert_with(Instant::now);
+                        let now = *now.get_or_insert_with(clock::now);
                         // SAFETY: `next` is still linked (it follows the
                         // granted run), hence alive; under the queue lock.
                         unsafe { (*next).defer_due(now, config::handoff_gap_ns(), config::handoff_timeout_ns()) };
@@ -614,8 +615,8 @@ impl<L: Layout> RawRwLock<L> {
     }
 
     /// Whether the head has waited past the handoff timeout.
-    fn head_is_due(&self, q: &QueueGuard<'_>, now: &mut Option<Instant>) -> bool {
-        let now = *now.get_or_insert_with(Instant::now);
+    fn head_is_due(&self, q: &QueueGuard<'_>, now: &mut Option<u64>) -> bool {
+        let now = *now.get_or_insert_with(clock::now);
         match q.head() {
             // SAFETY: under the queue lock.
             Some(head) => unsafe { head.waited_at_least(now, config::handoff_timeout_ns()) },
@@ -625,7 +626,7 @@ impl<L: Layout> RawRwLock<L> {
 
     /// Sets `HANDOFF` for a due head while the lock is held. `Err` carries the
     /// word if it changed under us.
-    fn request_handoff(&self, q: &QueueGuard<'_>, s: u32, now: &mut Option<Instant>) -> Result<(), u32> {
+    fn request_handoff(&self, q: &QueueGuard<'_>, s: u32, now: &mut Option<u64>) -> Result<(), u32> {
         // Under `fair` every release grants anyway, and WAITERS alone keeps
         // newcomers and spinners out.
         if FAIR || has_handoff(s) || !self.head_is_due(q, now) {
@@ -1075,11 +1076,11 @@ impl<L: Layout> RawRwLock<L> {
     ///
     /// # Safety
     /// Under the queue lock `q`; `node` is linked in it.
-    unsafe fn space_handoffs(&self, q: &QueueGuard<'_>, node: &Waiter, now: &mut Option<Instant>) {
+    unsafe fn space_handoffs(&self, q: &QueueGuard<'_>, node: &Waiter, now: &mut Option<u64>) {
         if FAIR || !q.is_head(node) {
             return;
         }
-        let now = *now.get_or_insert_with(Instant::now);
+        let now = *now.get_or_insert_with(clock::now);
         // SAFETY: under the queue lock; `node` and what follows it are linked.
         unsafe {
             if node.waited_at_least(now, config::handoff_timeout_ns())
@@ -1091,8 +1092,8 @@ impl<L: Layout> RawRwLock<L> {
     }
 
     /// How long until `node` (the head) is due for a handoff.
-    fn time_to_due(&self, _q: &QueueGuard<'_>, node: &Waiter, now: Option<Instant>) -> Duration {
-        let now = now.unwrap_or_else(Instant::now);
+    fn time_to_due(&self, _q: &QueueGuard<'_>, node: &Waiter, now: Option<u64>) -> Duration {
+        let now = now.unwrap_or_else(clock::now);
         // SAFETY: under the queue lock (`_q`).
         let waited = unsafe { node.waited(now) };
         Duration::from_nanos(config::handoff_timeout_ns()).saturating_sub(waited)
@@ -1358,8 +1359,10 @@ impl<L: Layout> RawRwLock<L> {
     fn await_grant(&self, node: &Waiter) {
         #[cfg(not(any(hybrid_sync_loom, hybrid_sync_shuttle)))]
         {
-            let start = Instant::now();
-            while node.state() == WAITING && start.elapsed().as_nanos() < u128::from(config::SPIN_LIMIT_BLOCKING_NS) {
+            let start = clock::now();
+            while node.state() == WAITING
+                && clock::now().saturating_sub(start) < u64::from(config::SPIN_LIMIT_BLOCKING_NS)
+            {
                 backoff::relax_ns(config::NODE_POLL_NS);
             }
         }

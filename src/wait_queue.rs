@@ -58,11 +58,11 @@
 //!    by its owner while it is not linked.
 //! 4. Wakers and unparks run after the queue lock is released ([`WakeList`]).
 
+use crate::clock;
 use core::marker::PhantomPinned;
 use core::mem::MaybeUninit;
 use core::ptr;
 use core::task::Waker;
-use std::time::Instant;
 
 use crate::config::{QUEUE_LOCK_SPINS, WAKE_BATCH};
 use crate::loom::{AtomicU8, Ordering, Thread, UnsafeCell};
@@ -163,9 +163,11 @@ pub(crate) struct Waiter {
     /// A handoff to the node ahead moves it forward ([`Waiter::defer_due`]),
     /// spacing handoffs out by the handoff gap.
     ///
+    /// In [`clock`] nanoseconds; 0 until stamped.
+    ///
     /// # Safety
     /// As `task`.
-    since: UnsafeCell<Option<Instant>>,
+    since: UnsafeCell<u64>,
     /// [`IDLE`], [`WAITING`], [`RETRY`], [`GRANTED`] or [`LICENSED`]. Written under the
     /// queue lock, except `GRANTED`/`LICENSED -> IDLE` by the owner of an
     /// unlinked node;
@@ -199,7 +201,7 @@ impl Waiter {
         Waiter {
             links: UnsafeCell::new(Links { prev: ptr::null(), next: ptr::null() }),
             task: UnsafeCell::new(None),
-            since: UnsafeCell::new(None),
+            since: UnsafeCell::new(0),
             state: AtomicU8::new(IDLE),
             lost_wake: UnsafeCell::new(0),
             kind,
@@ -297,8 +299,8 @@ impl Waiter {
     pub(crate) unsafe fn stamp_wait_start(&self) {
         // SAFETY: the caller owns the node and it is not linked.
         self.since.with_mut(|s| unsafe {
-            if (*s).is_none() {
-                *s = Some(Instant::now());
+            if *s == 0 {
+                *s = clock::now();
             }
         });
     }
@@ -307,21 +309,20 @@ impl Waiter {
     ///
     /// # Safety
     /// Under the queue lock.
-    pub(crate) unsafe fn waited(&self, now: Instant) -> core::time::Duration {
+    pub(crate) unsafe fn waited(&self, now: u64) -> core::time::Duration {
         // SAFETY: the caller holds the queue lock (Invariant 3).
-        self.since.with(|s| unsafe { *s }.map_or(core::time::Duration::ZERO, |t| now.saturating_duration_since(t)))
+        let since = self.since.with(|s| unsafe { *s });
+        core::time::Duration::from_nanos(if since == 0 { 0 } else { now.saturating_sub(since) })
     }
 
     /// Whether the node has waited at least `timeout_ns` since it queued.
     ///
     /// # Safety
     /// Under the queue lock.
-    pub(crate) unsafe fn waited_at_least(&self, now: Instant, timeout_ns: u64) -> bool {
+    pub(crate) unsafe fn waited_at_least(&self, now: u64, timeout_ns: u64) -> bool {
         // SAFETY: the caller holds the queue lock (Invariant 3).
-        self.since.with(|s| match unsafe { *s } {
-            Some(since) => now.saturating_duration_since(since).as_nanos() >= u128::from(timeout_ns),
-            None => false,
-        })
+        let since = self.since.with(|s| unsafe { *s });
+        since != 0 && now.saturating_sub(since) >= timeout_ns
     }
 
     /// Makes the node due for a handoff no earlier than `gap_ns` after
@@ -329,13 +330,12 @@ impl Waiter {
     ///
     /// # Safety
     /// Under the queue lock.
-    pub(crate) unsafe fn defer_due(&self, now: Instant, gap_ns: u64, timeout_ns: u64) {
-        let due = now + core::time::Duration::from_nanos(gap_ns);
-        let Some(origin) = due.checked_sub(core::time::Duration::from_nanos(timeout_ns)) else { return };
+    pub(crate) unsafe fn defer_due(&self, now: u64, gap_ns: u64, timeout_ns: u64) {
+        let Some(origin) = now.saturating_add(gap_ns).checked_sub(timeout_ns) else { return };
         // SAFETY: the caller holds the queue lock (Invariant 3).
         self.since.with_mut(|s| unsafe {
-            if (*s).is_some_and(|since| since < origin) {
-                *s = Some(origin);
+            if *s != 0 && *s < origin {
+                *s = origin;
             }
         });
     }
@@ -771,7 +771,7 @@ impl QueueGuard<'_> {
         debug_assert_eq!(node.key, self.key);
         let me = node as *const Waiter;
         // SAFETY: under the queue lock (Invariant 3).
-        debug_assert!(node.since.with(|s| unsafe { (*s).is_some() }), "push_back of an unstamped node");
+        debug_assert!(node.since.with(|s| unsafe { *s != 0 }), "push_back of an unstamped node");
         // SAFETY: under the queue lock; the node is the caller's and unlinked.
         unsafe {
             node.task.with_mut(|t| *t = Some(task));
@@ -904,7 +904,7 @@ impl QueueGuard<'_> {
     /// One line per node of our lock, for hang reports: kind, state, what
     /// it wakes, how long it has waited.
     pub(crate) fn dump(&self) -> String {
-        let now = Instant::now();
+        let now = clock::now();
         let mut out = String::new();
         let mut node = self.head();
         while let Some(n) = node {

@@ -32,8 +32,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 /// How long the TSC is measured against `Instant` before its rate is
-/// trusted: the two paired readings at either end are each exact to within
-/// [`PAIR_SLOP_TICKS`], so the rate is exact to a few parts in ten thousand.
+/// trusted. The paired readings at either end are each exact to within half
+/// their slop (tens of nanoseconds unless preempted, at most
+/// [`PAIR_SLOP_TICKS`] when every retry was), so the rate is exact to about
+/// one part in ten thousand as measured, and to a few parts in a thousand
+/// at worst.
 const CALIBRATION_NS: u64 = 10_000_000;
 
 /// `SCALE` while calibrating.
@@ -131,9 +134,9 @@ const PAIR_SLOP_TICKS: u64 = 50_000;
 #[cfg(target_arch = "x86_64")]
 #[inline]
 fn rdtsc() -> u64 {
-    // SAFETY: RDTSC exists on every x86-64 CPU, reads a counter and has no
-    // other effect. (A process that forbade itself RDTSC with
-    // `prctl(PR_SET_TSC)` would fault here, as in the vDSO's clock.)
+    // SAFETY: RDTSC exists on every x86-64 CPU, reads a counter and touches
+    // no memory. (A process that forbade itself RDTSC with
+    // `prctl(PR_SET_TSC)` gets a SIGSEGV here, not undefined behaviour.)
     unsafe { core::arch::x86_64::_rdtsc() }
 }
 

@@ -41,7 +41,10 @@
 //! * **threads, oversubscribed**: 32 threads on 2 cores, blocking API,
 //!   ~50 ns critical section: where spinning goes wrong.
 //! * **mixed**: 4 blocking threads and 32 tasks on the same lock, which only
-//!   locks with both a blocking and an async API can do cleanly.
+//!   locks with both a blocking and an async API can do cleanly. Below the
+//!   table, each contender's operations split by side (the threads', the
+//!   tasks'): a lock can reach its total by serving one side and starving
+//!   the other.
 //! * **threads 2 and 8**: the same as the 32-thread table, less oversubscribed.
 //! * **async hold across .await**: 64 tasks each holding the write guard over
 //!   a `yield_now().await`: spinning cannot pay here, and must not hurt.
@@ -182,6 +185,9 @@ struct Row {
     elapsed: Duration,
     cpu: Duration,
     hist: Hist,
+    /// Of `ops`, how many the blocking threads did, where threads and tasks
+    /// shared the lock (the mixed workload); `None` elsewhere.
+    by_threads: Option<u64>,
 }
 
 impl Row {
@@ -259,9 +265,10 @@ fn record(title: &str, unit: &'static str, higher_is_better: bool, rows: Vec<rep
     REPORT.lock().unwrap().push(report::Table { title: title.to_string(), unit, higher_is_better, rows });
 }
 
-/// One cell of a table that has a value and nothing else (the uncontended
-/// tables: ns per operation, no CPU time or latency).
-fn ns(name: &str, v: f64) -> report::Record {
+/// One cell of a table that has a value and nothing else, no CPU time or
+/// latency (the uncontended tables' ns per operation, the mixed workload's
+/// split between threads and tasks).
+fn value_cell(name: &str, v: f64) -> report::Record {
     report::Record { name: name.to_string(), value: v, cpu_ns_per_op: None, p50_ns: None, p99_ns: None, max_ns: None }
 }
 
@@ -302,6 +309,37 @@ fn print_table(title: &str, rows: &[Row]) {
         );
     }
     rows.iter().for_each(print_tail);
+    print_split(title, rows);
+}
+
+/// Where threads and tasks shared the lock: how its operations were split
+/// between the two, per contender (a lock can reach its total by serving
+/// one side and starving the other).
+fn print_split(title: &str, rows: &[Row]) {
+    let split: Vec<(&str, f64, f64)> = rows
+        .iter()
+        .filter_map(|r| {
+            let threads = r.by_threads? as f64 / r.elapsed.as_secs_f64();
+            Some((r.name, threads, r.ops_per_sec() - threads))
+        })
+        .collect();
+    if split.is_empty() {
+        return;
+    }
+    // Titles of their own (the charts are named after the first 60
+    // characters of a title).
+    let workload = title.split(':').next().unwrap_or(title);
+    let side = |name: &str, pick: fn(&(&str, f64, f64)) -> f64| {
+        let rows = split.iter().map(|c| value_cell(c.0, pick(c))).collect();
+        record(&format!("{workload}, by side: {name}"), "ops/s", true, rows);
+    };
+    side("the threads' operations", |c| c.1);
+    side("the tasks' operations", |c| c.2);
+    println!("   {:<13} {:>10} {:>10} {:>15}", "by side", "threads", "tasks", "threads' share");
+    for (name, threads, tasks) in &split {
+        let share = 100.0 * threads / (threads + tasks).max(f64::MIN_POSITIVE);
+        println!("   {name:<13} {:>10} {:>10} {share:>14.0}%", fmt_rate(*threads), fmt_rate(*tasks));
+    }
 }
 
 /// Seed 003's figure beside its table: CPU time spinners spent polling a
@@ -475,7 +513,7 @@ fn run_tasks<F: std::future::Future<Output = (u64, Hist)> + Send + 'static>(
     let elapsed = start.elapsed();
     let cpu = cpu_time() - cpu0;
     drop(rt);
-    Row { name, ops, elapsed, cpu, hist }
+    Row { name, ops, elapsed, cpu, hist, by_threads: None }
 }
 
 /// One OS thread's loop: blocking writes until `stop`.
@@ -544,6 +582,7 @@ fn mixed<P: Peer>(nthreads: usize, tasks: usize, dur: Duration) -> Row {
         total.0 += ops;
         total.1.merge(&hist);
     }
+    let by_threads = total.0;
     rt.block_on(async {
         for h in task_handles {
             let (ops, hist) = h.await.unwrap();
@@ -554,7 +593,8 @@ fn mixed<P: Peer>(nthreads: usize, tasks: usize, dur: Duration) -> Row {
     let elapsed = start.elapsed();
     // Idle runtime workers park: they add no CPU time to a threads-only run.
     drop(rt);
-    Row { name: P::NAME, ops: total.0, elapsed, cpu: cpu_time() - cpu0, hist: total.1 }
+    let by_threads = (nthreads > 0 && tasks > 0).then_some(by_threads);
+    Row { name: P::NAME, ops: total.0, elapsed, cpu: cpu_time() - cpu0, hist: total.1, by_threads }
 }
 
 /// `threads` OS threads and `tasks` tasks (2 workers) each taking and
@@ -623,7 +663,7 @@ fn refcount<P: RefCount>(threads: usize, tasks: usize, lock_every: u64, dur: Dur
     drop(rt);
     let cpu = cpu_time() - cpu0;
     assert_eq!(count.count(), before, "{}: the count did not come back", P::NAME);
-    Some(Row { name: P::NAME, ops, elapsed, cpu, hist: Hist::new() })
+    Some(Row { name: P::NAME, ops, elapsed, cpu, hist: Hist::new(), by_threads: None })
 }
 
 fn print_refcount_table(title: &str, rows: &[Row]) {
@@ -726,7 +766,10 @@ fn two_locks<P: Peer>(name: &'static str, threads: usize, shorts: usize, between
     }
     let (elapsed, cpu) = (start.elapsed(), cpu_time() - cpu0);
     let [(s_ops, s_hist), (l_ops, l_hist)] = total;
-    [Row { name, ops: s_ops, elapsed, cpu, hist: s_hist }, Row { name, ops: l_ops, elapsed, cpu, hist: l_hist }]
+    [
+        Row { name, ops: s_ops, elapsed, cpu, hist: s_hist, by_threads: None },
+        Row { name, ops: l_ops, elapsed, cpu, hist: l_hist, by_threads: None },
+    ]
 }
 
 /// Seed 002's figures for one contender.
@@ -1047,19 +1090,19 @@ fn main() {
             "uncontended read: RwLock read + release, one task",
             "ns per acquire+release",
             false,
-            rows.iter().map(|(n, r, _)| ns(n, *r)).collect(),
+            rows.iter().map(|(n, r, _)| value_cell(n, *r)).collect(),
         );
         record(
             "uncontended write: RwLock write + release, one task",
             "ns per acquire+release",
             false,
-            rows.iter().map(|(n, _, w)| ns(n, *w)).collect(),
+            rows.iter().map(|(n, _, w)| value_cell(n, *w)).collect(),
         );
         record(
             "uncontended lock: Mutex lock + release, one task",
             "ns per acquire+release",
             false,
-            rows.iter().zip(&mutex).map(|((n, _, _), m)| ns(n, *m)).collect(),
+            rows.iter().zip(&mutex).map(|((n, _, _), m)| value_cell(n, *m)).collect(),
         );
         let (tr, tw, tm) = (rows[1].1, rows[1].2, mutex[1]);
         for ((name, r, w), m) in rows.iter().zip(&mutex) {
@@ -1082,7 +1125,7 @@ fn main() {
             "uncontended: tokio's coop charge per acquisition",
             "ns per charge",
             false,
-            vec![ns("coop charge", charge), ns("parking_lot read + charge", pl_charged)],
+            vec![value_cell("coop charge", charge), value_cell("parking_lot read + charge", pl_charged)],
         );
     }
 
@@ -1111,13 +1154,13 @@ fn main() {
             "uncontended blocking: Mutex lock + release on a plain thread",
             "ns per acquire+release",
             false,
-            cells.iter().map(|(n, [(_, plain), _])| ns(n, *plain)).collect(),
+            cells.iter().map(|(n, [(_, plain), _])| value_cell(n, *plain)).collect(),
         );
         record(
             "uncontended blocking: Mutex lock + release from 2 spawn_blocking threads",
             "ns per acquire+release",
             false,
-            cells.iter().map(|(n, [_, (_, pool)])| ns(n, *pool)).collect(),
+            cells.iter().map(|(n, [_, (_, pool)])| value_cell(n, *pool)).collect(),
         );
     }
 

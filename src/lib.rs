@@ -100,12 +100,11 @@
 //!   instead of blocking it. The exception: a lock that is *contended* while
 //!   its guards are held across `.await`. Woken tasks would lose it to the
 //!   task that just released it, so the lock learns to hand it over in
-//!   FIFO order there, as tokio does, but at a little more cost per
-//!   hand-over than tokio's (the showdown's hold-across table: 0.8-1.0x
-//!   tokio's throughput, with the default or `fair`; partly the clock read
-//!   that stamps each queued wait for the handoff bound, which tokio's
-//!   strict FIFO does not need); if that table is your workload, tokio's
-//!   lock is as good a choice.
+//!   FIFO order there, as tokio does, at about tokio's cost per hand-over
+//!   (the showdown's hold-across table: 0.96-1.06x tokio's throughput since
+//!   the lock keeps its own clock for the wait stamps of the handoff bound;
+//!   every tuning build runs at the same rate there). If that table is your
+//!   workload, tokio's lock is as good a choice.
 //!
 //! # Differences from `tokio::sync`
 //!

@@ -42,9 +42,9 @@
 //!   ~50 ns critical section: where spinning goes wrong.
 //! * **mixed**: 4 blocking threads and 32 tasks on the same lock, which only
 //!   locks with both a blocking and an async API can do cleanly. Below the
-//!   table, each contender's operations split by side (the threads', the
-//!   tasks'): a lock can reach its total by serving one side and starving
-//!   the other.
+//!   table, each contender's operations and waits split by side (the
+//!   threads', the tasks'): a lock can reach its total by serving one side
+//!   and starving the other.
 //! * **threads 2 and 8**: the same as the 32-thread table, less oversubscribed.
 //! * **async hold across .await**: 64 tasks each holding the write guard over
 //!   a `yield_now().await`: spinning cannot pay here, and must not hurt.
@@ -185,10 +185,13 @@ struct Row {
     elapsed: Duration,
     cpu: Duration,
     hist: Hist,
-    /// Of `ops`, how many the blocking threads did, where threads and tasks
-    /// shared the lock (the mixed workload); `None` elsewhere.
-    by_threads: Option<u64>,
+    /// Where threads and tasks shared the lock (the mixed workload): the
+    /// threads' operations and waits, then the tasks'; `None` elsewhere.
+    by_side: Option<[Side; 2]>,
 }
+
+/// One side's operations and waits (see `Row::by_side`).
+type Side = (u64, Hist);
 
 impl Row {
     fn ops_per_sec(&self) -> f64 {
@@ -312,33 +315,38 @@ fn print_table(title: &str, rows: &[Row]) {
     print_split(title, rows);
 }
 
-/// Where threads and tasks shared the lock: how its operations were split
-/// between the two, per contender (a lock can reach its total by serving
-/// one side and starving the other).
+/// Where threads and tasks shared the lock: how its operations and waits
+/// were split between the two, per contender (a lock can reach its total
+/// by serving one side and starving the other).
 fn print_split(title: &str, rows: &[Row]) {
-    let split: Vec<(&str, f64, f64)> = rows
-        .iter()
-        .filter_map(|r| {
-            let threads = r.by_threads? as f64 / r.elapsed.as_secs_f64();
-            Some((r.name, threads, r.ops_per_sec() - threads))
-        })
-        .collect();
+    let split: Vec<(&str, &[Side; 2], f64)> =
+        rows.iter().filter_map(|r| Some((r.name, r.by_side.as_ref()?, r.elapsed.as_secs_f64()))).collect();
     if split.is_empty() {
         return;
     }
-    // Titles of their own (the charts are named after the first 60
+    // Tables of their own (the charts are named after the first 60
     // characters of a title).
     let workload = title.split(':').next().unwrap_or(title);
-    let side = |name: &str, pick: fn(&(&str, f64, f64)) -> f64| {
-        let rows = split.iter().map(|c| value_cell(c.0, pick(c))).collect();
+    for (side, name) in ["the threads' operations", "the tasks' operations"].into_iter().enumerate() {
+        let rows = split.iter().map(|(n, sides, secs)| value_cell(n, sides[side].0 as f64 / secs)).collect();
         record(&format!("{workload}, by side: {name}"), "ops/s", true, rows);
-    };
-    side("the threads' operations", |c| c.1);
-    side("the tasks' operations", |c| c.2);
-    println!("   {:<13} {:>10} {:>10} {:>15}", "by side", "threads", "tasks", "threads' share");
-    for (name, threads, tasks) in &split {
-        let share = 100.0 * threads / (threads + tasks).max(f64::MIN_POSITIVE);
-        println!("   {name:<13} {:>10} {:>10} {share:>14.0}%", fmt_rate(*threads), fmt_rate(*tasks));
+    }
+    let tick = ns_per_tick();
+    println!(
+        "   {:<13} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>8}",
+        "by side", "threads", "p99 wait", "max wait", "tasks", "p99 wait", "max wait", "threads"
+    );
+    for (name, sides, secs) in &split {
+        let share = 100.0 * sides[0].0 as f64 / (sides[0].0 + sides[1].0).max(1) as f64;
+        let cells = sides.iter().map(|(ops, hist)| {
+            format!(
+                "{:>10} {:>10} {:>10}",
+                fmt_rate(*ops as f64 / secs),
+                fmt_ns(hist.quantile(0.99) as f64 * tick),
+                fmt_ns(hist.max as f64 * tick)
+            )
+        });
+        println!("   {name:<13} {} {share:>7.0}%", cells.collect::<Vec<_>>().join(" "));
     }
 }
 
@@ -513,7 +521,7 @@ fn run_tasks<F: std::future::Future<Output = (u64, Hist)> + Send + 'static>(
     let elapsed = start.elapsed();
     let cpu = cpu_time() - cpu0;
     drop(rt);
-    Row { name, ops, elapsed, cpu, hist, by_threads: None }
+    Row { name, ops, elapsed, cpu, hist, by_side: None }
 }
 
 /// One OS thread's loop: blocking writes until `stop`.
@@ -576,25 +584,26 @@ fn mixed<P: Peer>(nthreads: usize, tasks: usize, dur: Duration) -> Row {
         .collect();
     std::thread::sleep(dur);
     stop.store(true, Ordering::Relaxed);
-    let mut total = (0, Hist::new());
+    let mut sides = [(0, Hist::new()), (0, Hist::new())];
     for h in thread_handles {
         let (ops, hist) = h.join().unwrap();
-        total.0 += ops;
-        total.1.merge(&hist);
+        sides[0].0 += ops;
+        sides[0].1.merge(&hist);
     }
-    let by_threads = total.0;
     rt.block_on(async {
         for h in task_handles {
             let (ops, hist) = h.await.unwrap();
-            total.0 += ops;
-            total.1.merge(&hist);
+            sides[1].0 += ops;
+            sides[1].1.merge(&hist);
         }
     });
+    let mut total = (sides[0].0 + sides[1].0, sides[0].1.clone());
+    total.1.merge(&sides[1].1);
     let elapsed = start.elapsed();
     // Idle runtime workers park: they add no CPU time to a threads-only run.
     drop(rt);
-    let by_threads = (nthreads > 0 && tasks > 0).then_some(by_threads);
-    Row { name: P::NAME, ops: total.0, elapsed, cpu: cpu_time() - cpu0, hist: total.1, by_threads }
+    let by_side = (nthreads > 0 && tasks > 0).then_some(sides);
+    Row { name: P::NAME, ops: total.0, elapsed, cpu: cpu_time() - cpu0, hist: total.1, by_side }
 }
 
 /// `threads` OS threads and `tasks` tasks (2 workers) each taking and
@@ -663,7 +672,7 @@ fn refcount<P: RefCount>(threads: usize, tasks: usize, lock_every: u64, dur: Dur
     drop(rt);
     let cpu = cpu_time() - cpu0;
     assert_eq!(count.count(), before, "{}: the count did not come back", P::NAME);
-    Some(Row { name: P::NAME, ops, elapsed, cpu, hist: Hist::new(), by_threads: None })
+    Some(Row { name: P::NAME, ops, elapsed, cpu, hist: Hist::new(), by_side: None })
 }
 
 fn print_refcount_table(title: &str, rows: &[Row]) {
@@ -767,8 +776,8 @@ fn two_locks<P: Peer>(name: &'static str, threads: usize, shorts: usize, between
     let (elapsed, cpu) = (start.elapsed(), cpu_time() - cpu0);
     let [(s_ops, s_hist), (l_ops, l_hist)] = total;
     [
-        Row { name, ops: s_ops, elapsed, cpu, hist: s_hist, by_threads: None },
-        Row { name, ops: l_ops, elapsed, cpu, hist: l_hist, by_threads: None },
+        Row { name, ops: s_ops, elapsed, cpu, hist: s_hist, by_side: None },
+        Row { name, ops: l_ops, elapsed, cpu, hist: l_hist, by_side: None },
     ]
 }
 

@@ -202,17 +202,25 @@ impl Row {
     }
 }
 
-/// The round with the median throughput, with the latency histogram of all
-/// rounds merged (so "max wait" is the worst of every round).
+/// The round with the median throughput, with the latency histograms of all
+/// rounds merged (so "max wait" is the worst of every round), each side's
+/// as well.
 fn median_row(mut runs: Vec<Row>) -> Row {
     runs.sort_by(|a, b| a.ops_per_sec().total_cmp(&b.ops_per_sec()));
     let mut hist = Hist::new();
+    let mut sides = [Hist::new(), Hist::new()];
     for r in &runs {
         hist.merge(&r.hist);
+        for (all, (_, side)) in sides.iter_mut().zip(r.by_side.iter().flatten()) {
+            all.merge(side);
+        }
     }
     let mid = runs.len() / 2;
     let mut row = runs.swap_remove(mid);
     row.hist = hist;
+    for ((_, side), all) in row.by_side.iter_mut().flatten().zip(sides) {
+        *side = all;
+    }
     row
 }
 

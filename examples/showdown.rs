@@ -605,13 +605,14 @@ fn mixed<P: Peer>(nthreads: usize, tasks: usize, dur: Duration) -> Row {
             sides[1].1.merge(&hist);
         }
     });
-    let mut total = (sides[0].0 + sides[1].0, sides[0].1.clone());
-    total.1.merge(&sides[1].1);
     let elapsed = start.elapsed();
     // Idle runtime workers park: they add no CPU time to a threads-only run.
     drop(rt);
+    let ops = sides[0].0 + sides[1].0;
+    let mut hist = sides[0].1.clone();
+    hist.merge(&sides[1].1);
     let by_side = (nthreads > 0 && tasks > 0).then_some(sides);
-    Row { name: P::NAME, ops: total.0, elapsed, cpu: cpu_time() - cpu0, hist: total.1, by_side }
+    Row { name: P::NAME, ops, elapsed, cpu: cpu_time() - cpu0, hist, by_side }
 }
 
 /// `threads` OS threads and `tasks` tasks (2 workers) each taking and

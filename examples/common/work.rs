@@ -38,8 +38,8 @@ pub fn work_ns(v: u64, ns: u64) -> u64 {
 /// count; three steps let the count settle, so that the fixed cost of a call
 /// is measured at the count that will be used instead of extrapolated from
 /// a short one. Extrapolating once from 16 iterations, from one timing,
-/// gave 105-205 iterations from run to run on the development VM, sections
-/// of 30-65 ns.
+/// gave 105-212 iterations from run to run on the development VM, sections
+/// of about 30-65 ns.
 pub fn calibrate_work(target_ns: f64) {
     const CALLS: u32 = 20_000;
     for _ in 0..3 {

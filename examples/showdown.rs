@@ -19,7 +19,12 @@
 //! 2-vCPU VM this crate is developed on that is 0.1 to 7 ms from one run to
 //! the next: a wait that spans such a stall (the holder paused inside its
 //! critical section, or the waiter itself) includes it whatever the lock, so
-//! read each "max wait" column against it.
+//! read each "max wait" column against it. The header also names the CPU
+//! and how long a cache line takes to cross from one CPU to another (a
+//! two-thread ping-pong): every contended operation of every lock waits for
+//! the lock word's line, and the same VM image has run on an AMD EPYC host
+//! and, since 2026-12-02, on an Intel Xeon one where a crossing takes
+//! 80-110 ns, which moves every contended table.
 //!
 //! Workloads:
 //!
@@ -86,7 +91,7 @@
 //!   lock for a ~50 ns section instead.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 #[path = "common/clock.rs"]
@@ -1042,6 +1047,67 @@ fn cpu_stall_floor(dur: Duration) -> Duration {
     spinners.into_iter().map(|h| h.join().unwrap()).max().unwrap_or_default()
 }
 
+/// The CPU's model name, from `/proc/cpuinfo` (Linux); `None` elsewhere.
+/// The same VM image has run on AMD and Intel hosts, and a lock's figures
+/// depend on which (see `line_transfer`).
+fn cpu_model() -> Option<String> {
+    let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("model name"))?;
+    Some(line.split_once(':')?.1.trim().to_string())
+}
+
+/// How long a cache line written on one CPU takes to reach a thread that
+/// waits for it on another: half a ping-pong round trip between two
+/// threads, the fastest of up to 50 batches of 1,000 within about 200 ms.
+/// Every contended lock operation waits for the lock word's line, so this
+/// sets the price of contention (about 90-110 ns on the Intel host of
+/// 2026-12-02). `None` on one CPU.
+fn line_transfer() -> Option<Duration> {
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        return None;
+    }
+    const TRIPS: u64 = 1_000;
+    const STOP: u64 = u64::MAX;
+    let ball = Arc::new(AtomicU64::new(0));
+    let other = {
+        let ball = ball.clone();
+        // Answers each odd value with the next even one, until STOP.
+        std::thread::spawn(move || {
+            loop {
+                let v = ball.load(Ordering::Acquire);
+                if v == STOP {
+                    break;
+                }
+                if v % 2 == 1 {
+                    ball.store(v + 1, Ordering::Release);
+                } else {
+                    std::hint::spin_loop();
+                }
+            }
+        })
+    };
+    let deadline = Instant::now() + Duration::from_millis(200);
+    let (mut best, mut v) = (None::<Duration>, 0);
+    for _ in 0..50 {
+        let start = Instant::now();
+        for _ in 0..TRIPS {
+            v += 2;
+            ball.store(v - 1, Ordering::Release);
+            while ball.load(Ordering::Acquire) != v {
+                std::hint::spin_loop();
+            }
+        }
+        let trip = start.elapsed() / (2 * TRIPS as u32);
+        best = Some(best.map_or(trip, |b| b.min(trip)));
+        if Instant::now() > deadline {
+            break;
+        }
+    }
+    ball.store(STOP, Ordering::Release);
+    other.join().unwrap();
+    best
+}
+
 fn progress(what: &str) {
     use std::io::Write;
     eprint!("\r\x1b[2K  running: {what}");
@@ -1063,10 +1129,13 @@ fn main() {
     println!("hybrid-sync showdown ({} mode)", if full { "full" } else { "quick" });
     progress("measuring the machine's scheduling stalls");
     let stall = cpu_stall_floor(if full { Duration::from_secs(2) } else { Duration::from_millis(300) });
+    let transfer =
+        line_transfer().map_or(String::new(), |t| format!(", a cache line crosses between two in {} ns", t.as_nanos()));
     eprint!("\r\x1b[2K");
     let machine = format!(
-        "{} CPUs; critical section ~50 ns ({} multiply-adds); stall floor {:.2} ms; {}",
+        "{} CPUs ({}{transfer}); critical section ~50 ns ({} multiply-adds); stall floor {:.2} ms; {}",
         std::thread::available_parallelism().map_or(0, |n| n.get()),
+        cpu_model().unwrap_or_else(|| "model unknown".into()),
         WORK_ITERS.load(Ordering::Relaxed),
         stall.as_secs_f64() * 1e3,
         hybrid_sync::tuning()

@@ -710,12 +710,23 @@ mod tests {
             f64::from(polls) * 1e3 / started.elapsed().as_nanos() as f64
         };
         // Polls of a held, changing word at the learned pace: every one finds
-        // it held, so the pause grows to the ceiling (the first spin), and
-        // stays there (the second, whose rate is the learned pace's).
-        rate(&mut |n| Probe::Held(n));
+        // it held, so the pause grows to the ceiling, and stays there (the
+        // spin after, whose rate is the learned pace's). Growing takes about
+        // 16 pauses, 14 us of a spin's 40; a spin preempted on the way ends
+        // at its limit with fewer (CI's test threads share 2 vCPUs), so it
+        // gets a few spins, as the rates get a few attempts.
+        for _ in 0..8 {
+            if delay() == DELAY_MAX_NS {
+                break;
+            }
+            rate(&mut |n| Probe::Held(n));
+        }
+        if delay() != DELAY_MAX_NS {
+            return Err(format!("the learned pause did not grow to the ceiling in 8 spins: {} ns", delay()));
+        }
         let learned_rate = rate(&mut |n| Probe::Held(n));
         let learned = delay();
-        assert_eq!(learned, DELAY_MAX_NS, "the learned pause did not grow");
+        assert_eq!(learned, DELAY_MAX_NS, "the learned pause left the ceiling on a held word");
         // A writer waiting for readers to drain polls far more often than
         // the learned pause lets it (DRAIN_POLL_NS against 2 us)...
         let drain_rate = rate(&mut |n| Probe::HeldPaced(n, Pace::Drain));

@@ -24,7 +24,7 @@
 //! two-thread ping-pong): every contended operation of every lock waits for
 //! the lock word's line, and the same VM image has run on an AMD EPYC host
 //! and, since 2026-12-02, on an Intel Xeon one where a crossing takes
-//! 80-110 ns, which moves every contended table.
+//! 80-100 ns, which moves every contended table.
 //!
 //! Workloads:
 //!
@@ -1060,7 +1060,7 @@ fn cpu_model() -> Option<String> {
 /// waits for it on another: half a ping-pong round trip between two
 /// threads, the fastest of up to 50 batches of 1,000 within about 200 ms.
 /// Every contended lock operation waits for the lock word's line, so this
-/// sets the price of contention (about 90-110 ns on the Intel host of
+/// sets the price of contention (about 80-100 ns on the Intel host of
 /// 2026-12-02). `None` on one CPU.
 fn line_transfer() -> Option<Duration> {
     if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {

@@ -108,20 +108,8 @@ use peers::{Peer, RefCount};
 // Clocks
 // ---------------------------------------------------------------------------
 
-use clock::{ns_per_tick, ticks};
+use clock::{cpu_time, ns_per_tick, ticks};
 use work::{WORK_ITERS, calibrate_work, work, work_ns};
-
-/// User + system CPU time of the whole process.
-fn cpu_time() -> Duration {
-    let mut ru = std::mem::MaybeUninit::<libc::rusage>::zeroed();
-    // SAFETY: getrusage writes a rusage into the pointer we pass.
-    let ru = unsafe {
-        libc::getrusage(libc::RUSAGE_SELF, ru.as_mut_ptr());
-        ru.assume_init()
-    };
-    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
-    tv(ru.ru_utime) + tv(ru.ru_stime)
-}
 
 // ---------------------------------------------------------------------------
 // Latency histogram: log2 buckets with 4 linear sub-buckets (~19% resolution).

@@ -1,4 +1,5 @@
-//! The examples' cheap clock, for timestamps taken inside critical sections.
+//! The examples' clocks: a cheap one for timestamps taken inside critical
+//! sections, and the process's CPU time.
 
 #![allow(dead_code)]
 
@@ -29,4 +30,16 @@ pub fn ns_per_tick() -> f64 {
         let (t1, i1) = (ticks(), Instant::now());
         (i1 - i0).as_nanos() as f64 / (t1 - t0).max(1) as f64
     })
+}
+
+/// User + system CPU time of the whole process (every thread).
+pub fn cpu_time() -> Duration {
+    let mut ru = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: getrusage writes a rusage into the pointer we pass.
+    let ru = unsafe {
+        libc::getrusage(libc::RUSAGE_SELF, ru.as_mut_ptr());
+        ru.assume_init()
+    };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(ru.ru_utime) + tv(ru.ru_stime)
 }

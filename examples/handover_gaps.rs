@@ -31,19 +31,15 @@
 //! median gap before a hand-over and before a re-take; the process's CPU
 //! time per second (getrusage, all four threads: two means both CPUs busy).
 //!
-//! hybrid-sync settles in one of two states, and stays there for the run:
-//! its per-address backoff learns from what the spins see, and what they
-//! see depends on what they learned. Most runs of 2026-12-03 (Intel host)
-//! handed over: 343-434 k/s with 64-86% hand-overs 0.43-0.57 us after the
+//! hybrid-sync has been seen in two states. Every round of this loop on
+//! 2026-12-03 (Intel host) handed over: 343-434 k/s with 64-86% hand-overs 0.43-0.57 us after the
 //! release, 1.6-1.8 CPUs busy, against parking_lot's 353-406 k/s (68-90%,
 //! 0.53-0.75 us, 2.0 CPUs) and std's 352-433 k/s (44-64%, 0.2 us, 1.4-1.6).
-//! Others (in a scratch version of this measurement) re-took: 333-358 k/s
-//! with 4-16% hand-overs, about 1.1 CPUs busy, one thread running the loop
-//! while the others slept. The likely reason: spinners that learned the
-//! lock's word stays frozen for their whole spin (it reads the same whether
-//! one owner holds it or the owner took it back between two polls) only
-//! probe it, for 150 ns in one acquisition of eight, too short to meet a
-//! ~1 us gap, and park otherwise.
+//! The rounds of a scratch version of this measurement (which also filed
+//! each section's timestamps from inside it) re-took instead: 333-358 k/s
+//! with 4-16% hand-overs, about 1.1 CPUs busy, one thread at a time running
+//! the loop: its re-takes found no other thread waiting (the lock's
+//! counters), and why is not pinned down.
 //! See `docs/performance.md`, "Seed 000: who takes the long lock".
 
 use std::sync::Arc;

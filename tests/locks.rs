@@ -497,6 +497,49 @@ async fn spent_budget_yields_even_on_a_free_lock_and_a_drop_frees_it() {
     assert!(m.try_lock().is_ok());
 }
 
+/// How many times `acquire` succeeds in a row within one poll of the
+/// calling task, starting from a fresh coop budget.
+async fn acquisitions_per_budget(mut acquire: impl FnMut() -> bool) -> usize {
+    // A yield ends this poll of the task; the next one starts with a full
+    // budget.
+    tokio::task::yield_now().await;
+    let mut n = 0;
+    while acquire() {
+        n += 1;
+        assert!(n < 1_000_000, "acquisitions never ran out of coop budget");
+    }
+    n
+}
+
+#[tokio::test]
+async fn every_acquisition_charges_one_unit_of_coop_budget_as_tokio_s_locks_do() {
+    use futures::FutureExt;
+    let tokio_mutex = tokio::sync::Mutex::new(());
+    let per_budget = acquisitions_per_budget(|| tokio_mutex.lock().now_or_never().is_some()).await;
+    assert!(per_budget > 1, "tokio's Mutex took {per_budget} locks per budget");
+
+    // The uncontended path, in every mode.
+    let m = Mutex::new(());
+    let rw = RwLock::new(());
+    assert_eq!(acquisitions_per_budget(|| m.lock().now_or_never().is_some()).await, per_budget);
+    assert_eq!(acquisitions_per_budget(|| rw.read().now_or_never().is_some()).await, per_budget);
+    assert_eq!(acquisitions_per_budget(|| rw.write().now_or_never().is_some()).await, per_budget);
+    assert!(m.try_lock().is_ok() && rw.try_write().is_ok(), "a future dropped while yielding kept its lock");
+
+    // The queued path: a waiter granted the lock charges the budget's last
+    // unit and completes; the charge stands.
+    tokio::task::yield_now().await;
+    let held = m.lock().await;
+    let mut queued = std::pin::pin!(m.lock());
+    assert!(futures::poll!(queued.as_mut()).is_pending());
+    drop(held);
+    for _ in 0..per_budget - 2 {
+        assert!(tokio::task::coop::consume_budget().now_or_never().is_some());
+    }
+    assert!(futures::poll!(queued.as_mut()).is_ready(), "the granted waiter did not complete on the last unit");
+    assert!(tokio::task::coop::consume_budget().now_or_never().is_none(), "the granted waiter's charge was given back");
+}
+
 // --- threads and tasks on one lock ---------------------------------------------
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

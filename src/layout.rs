@@ -4,7 +4,9 @@
 //! [`crate::state`]) and a [`WaitQueue`]. A [`Layout`] says where those live:
 //!
 //! * [`Inline`]: for [`RwLock`](crate::RwLock) and [`Mutex`](crate::Mutex),
-//!   the word, the reader limit and the queue side by side, 16 bytes.
+//!   the word, the reader limit and the queue side by side, 16 bytes; the
+//!   reader limit's spare bits count the blocking threads in the queue
+//!   ([`Census`]), which tells async acquirers not to spin.
 //! * [`Counted`]: for [`LockRef`](crate::LockRef), the lock word is the low
 //!   half of one 64-bit atomic whose high half is a reference count, and the
 //!   queue lives in a process-wide table of queues keyed by the lock's
@@ -48,6 +50,9 @@ pub(crate) trait Layout: Sync {
     fn max_readers(&self) -> u32;
     /// The queue that holds this lock's waiters.
     fn queue(&self) -> &WaitQueue;
+    /// The count of blocking threads in this lock's queue, where the lock
+    /// keeps one (a queue of its own).
+    fn census(&self) -> Option<&Census>;
     /// What marks this lock's nodes in its queue (0 for a queue of its own).
     fn key(&self) -> usize;
 }
@@ -56,19 +61,106 @@ pub(crate) trait Layout: Sync {
 /// [`Mutex`](crate::Mutex), inline.
 pub(crate) struct Inline {
     state: AtomicU32,
-    max_readers: u32,
+    limit: Census,
     queue: WaitQueue,
 }
 
 impl Inline {
     #[cfg(not(any(hybrid_sync_loom, hybrid_sync_shuttle)))]
     pub(crate) const fn new(max_readers: u32) -> Self {
-        Inline { state: AtomicU32::new(0), max_readers, queue: WaitQueue::new() }
+        Inline { state: AtomicU32::new(0), limit: Census::new(max_readers), queue: WaitQueue::new() }
     }
 
     #[cfg(any(hybrid_sync_loom, hybrid_sync_shuttle))]
     pub(crate) fn new(max_readers: u32) -> Self {
-        Inline { state: AtomicU32::new(0), max_readers, queue: WaitQueue::new() }
+        Inline { state: AtomicU32::new(0), limit: Census::new(max_readers), queue: WaitQueue::new() }
+    }
+}
+
+/// An [`Inline`] lock's reader limit, and in the word's spare top bits how
+/// many blocking threads wait in its queue:
+///
+/// ```text
+///  31        28 27                                                     0
+/// +------------+--------------------------------------------------------+
+/// |   census   |          max_readers (at most state::MAX_READERS)      |
+/// +------------+--------------------------------------------------------+
+/// ```
+///
+/// The census is written only under the queue lock, by whoever links or
+/// unlinks a thread's node, and read without it by async acquirers deciding
+/// whether to spin (`acquire::future`): a hint, like the spinner slots. It
+/// counts up to [`CENSUS_MAX`] exactly; from there it stays put until the
+/// queue empties, so a lock that had that many threads queued at once keeps
+/// its tasks from spinning until its queue drains once.
+///
+/// A plain `core` atomic even under the model checkers: the census steers
+/// only whether a task spins, which the models do not need to explore, and
+/// the reader limit is read on every fast path, where a modelled atomic
+/// would add a scheduling point to every step of every model.
+pub(crate) struct Census(core::sync::atomic::AtomicU32);
+
+/// Where the census starts in a [`Census`] word.
+const CENSUS_SHIFT: u32 = 28;
+/// One thread, as an increment of the word.
+const ONE_THREAD: u32 = 1 << CENSUS_SHIFT;
+/// The reader limit's bits.
+const LIMIT_MASK: u32 = ONE_THREAD - 1;
+/// The census saturates here (see [`Census`]).
+pub(crate) const CENSUS_MAX: u32 = u32::MAX >> CENSUS_SHIFT;
+const _: () = assert!(crate::state::MAX_READERS <= LIMIT_MASK, "the census would overlap the reader limit");
+
+impl Census {
+    pub(crate) const fn new(max_readers: u32) -> Self {
+        assert!(max_readers <= LIMIT_MASK);
+        Census(core::sync::atomic::AtomicU32::new(max_readers))
+    }
+
+    #[inline(always)]
+    pub(crate) fn max_readers(&self) -> u32 {
+        // Relaxed: the limit never changes; the census beside it is a hint.
+        self.0.load(core::sync::atomic::Ordering::Relaxed) & LIMIT_MASK
+    }
+
+    /// Whether blocking threads wait in the queue (a racy snapshot).
+    #[inline(always)]
+    pub(crate) fn threads_queued(&self) -> bool {
+        // Relaxed: a hint that guards no data.
+        self.0.load(core::sync::atomic::Ordering::Relaxed) >= ONE_THREAD
+    }
+
+    /// How many threads the census counts.
+    #[cfg(test)]
+    pub(crate) fn threads(&self) -> u32 {
+        self.0.load(core::sync::atomic::Ordering::Relaxed) >> CENSUS_SHIFT
+    }
+
+    /// Replaces the count `n` with `f(n)`. Only under the queue lock, which
+    /// orders every write: a load and a store do, no read-modify-write (the
+    /// readers of the limit load the same word meanwhile, and see either).
+    #[inline]
+    fn update(&self, f: impl FnOnce(u32) -> u32) {
+        use core::sync::atomic::Ordering::Relaxed;
+        let w = self.0.load(Relaxed);
+        // Relaxed: the queue lock orders the writers; the readers take a hint.
+        self.0.store((f(w >> CENSUS_SHIFT) << CENSUS_SHIFT) | (w & LIMIT_MASK), Relaxed);
+    }
+
+    /// A thread's node was linked. Under the queue lock.
+    pub(crate) fn thread_linked(&self) {
+        self.update(|n| if n == CENSUS_MAX { n } else { n + 1 });
+    }
+
+    /// A thread's node was unlinked. Under the queue lock.
+    pub(crate) fn thread_unlinked(&self) {
+        self.update(|n| if n == CENSUS_MAX { n } else { n - 1 });
+    }
+
+    /// The queue is empty. Under the queue lock.
+    pub(crate) fn emptied(&self) {
+        if self.0.load(core::sync::atomic::Ordering::Relaxed) >= ONE_THREAD {
+            self.update(|_| 0);
+        }
     }
 }
 
@@ -99,11 +191,15 @@ impl Layout for Inline {
     }
     #[inline(always)]
     fn max_readers(&self) -> u32 {
-        self.max_readers
+        self.limit.max_readers()
     }
     #[inline(always)]
     fn queue(&self) -> &WaitQueue {
         &self.queue
+    }
+    #[inline(always)]
+    fn census(&self) -> Option<&Census> {
+        Some(&self.limit)
     }
     #[inline(always)]
     fn key(&self) -> usize {
@@ -242,6 +338,13 @@ impl Layout for Counted {
         {
             &self.queue
         }
+    }
+
+    /// None: a shared queue holds the nodes of other locks too, and the
+    /// word has no room. (A `LockRef`'s async acquirers spin as usual.)
+    #[inline(always)]
+    fn census(&self) -> Option<&Census> {
+        None
     }
 
     #[inline(always)]

@@ -75,7 +75,7 @@ use std::time::{Duration, Instant};
 use crate::backoff::{self, Pace, Probe, Spin};
 use crate::clock;
 use crate::config::{self, FAIR, SPIN};
-use crate::layout::{Inline, Layout};
+use crate::layout::{Census, Inline, Layout};
 use crate::loom::Ordering;
 use crate::state::*;
 use crate::stats::{Counters, Event, LockStats, Stamp};
@@ -126,7 +126,14 @@ impl<L: Layout> RawRwLock<L> {
     /// The queue lock of this lock's wait queue, filtered to its waiters.
     #[inline]
     fn lock_queue(&self) -> QueueGuard<'_> {
-        self.state.queue().lock(self.state.key())
+        self.state.queue().lock(self.state.key(), self.state.census())
+    }
+
+    /// Whether blocking threads wait in this lock's queue (a racy snapshot;
+    /// `false` where the lock keeps no census).
+    #[inline]
+    pub(crate) fn threads_queued(&self) -> bool {
+        self.state.census().is_some_and(Census::threads_queued)
     }
 
     /// The wait queue (its spinner slots and word).
@@ -1418,7 +1425,7 @@ impl<L: Layout> RawRwLock<L> {
         let mut out =
             format!("state {:?}, queue {}", Decoded(self.state.load(Ordering::Relaxed)), self.queue().describe());
         // The nodes, if the queue lock can be had without waiting.
-        if let Some(q) = self.queue().try_lock(self.key()) {
+        if let Some(q) = self.queue().try_lock(self.key(), self.state.census()) {
             out += &q.dump();
         }
         out
@@ -1470,5 +1477,69 @@ impl<L: Layout> core::fmt::Debug for RawRwLock<L> {
             .field("state", &Decoded(self.word()))
             .field("max_readers", &self.state.max_readers())
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(all(test, not(any(hybrid_sync_loom, hybrid_sync_shuttle, miri))))]
+mod tests {
+    use super::*;
+    use crate::acquire::future::{Acquire, spin_limit};
+    use std::future::Future;
+    use std::sync::Arc;
+    use std::task::Context;
+
+    fn wait_for(what: &str, done: impl Fn() -> bool) {
+        let start = Instant::now();
+        while !done() {
+            assert!(start.elapsed() < Duration::from_secs(20), "timed out waiting until {what}");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// The census follows real blocked threads: one that queues counts
+    /// until it has the lock, one whose deadline passes until it gives up;
+    /// a queued task does not count. Tasks may spin exactly while it is 0.
+    #[test]
+    fn threads_count_in_the_census_while_they_wait_and_tasks_do_not() {
+        let lock = Arc::new(RawRwLock::<Inline>::new(config::MAX_READERS));
+        let threads = || lock.state.census().expect("an inline lock keeps a census").threads();
+        let task_spin = if SPIN { config::SPIN_LIMIT_ASYNC_NS } else { 0 };
+        assert_eq!(spin_limit(&lock), task_spin);
+        assert!(lock.try_acquire(Kind::Write));
+
+        let mut task = Box::pin(Acquire::after_failed_try(&lock, Kind::Write));
+        assert!(task.as_mut().poll(&mut Context::from_waker(Waker::noop())).is_pending());
+        assert!(lock.describe().contains("Write WAITING"), "the task did not queue: {}", lock.describe());
+        assert_eq!(threads(), 0, "a task's node was counted");
+        assert!(!lock.threads_queued());
+
+        let first = std::thread::spawn({
+            let lock = lock.clone();
+            move || {
+                lock.lock_blocking_contended(Kind::Write);
+                // SAFETY: taken just above.
+                unsafe { lock.unlock(Kind::Write) };
+            }
+        });
+        wait_for("the first thread queues", || threads() == 1);
+        assert!(lock.threads_queued());
+        assert_eq!(spin_limit(&lock), 0, "a task may spin while a thread waits");
+
+        let second = std::thread::spawn({
+            let lock = lock.clone();
+            move || lock.lock_blocking_within(Kind::Write, Some(Instant::now() + Duration::from_millis(300)))
+        });
+        wait_for("the second thread queues", || threads() == 2);
+        assert!(!second.join().unwrap(), "the second thread got a lock that was held throughout");
+        assert_eq!(threads(), 1, "a thread that timed out is still counted");
+
+        drop(task);
+        assert_eq!(threads(), 1, "cancelling a task's wait changed the count");
+        // SAFETY: taken at the start.
+        unsafe { lock.unlock(Kind::Write) };
+        first.join().unwrap();
+        assert_eq!(threads(), 0);
+        assert!(!lock.threads_queued());
+        assert_eq!(spin_limit(&lock), task_spin, "tasks may not spin after the threads left");
     }
 }

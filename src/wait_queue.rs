@@ -59,6 +59,7 @@
 //! 4. Wakers and unparks run after the queue lock is released ([`WakeList`]).
 
 use crate::clock;
+use crate::layout::Census;
 use core::marker::PhantomPinned;
 use core::mem::MaybeUninit;
 use core::ptr;
@@ -180,6 +181,12 @@ pub(crate) struct Waiter {
     /// # Safety
     /// Under the queue lock.
     lost_wake: UnsafeCell<u8>,
+    /// Whether the node was linked with a thread to unpark, and so counts
+    /// in the lock's [`Census`] until it is unlinked.
+    ///
+    /// # Safety
+    /// Under the queue lock.
+    counted: UnsafeCell<bool>,
     /// What the owner wants.
     pub(crate) kind: Kind,
     /// Which lock the node waits for, in a queue shared by several
@@ -204,6 +211,7 @@ impl Waiter {
             since: UnsafeCell::new(0),
             state: AtomicU8::new(IDLE),
             lost_wake: UnsafeCell::new(0),
+            counted: UnsafeCell::new(false),
             kind,
             key,
             _pinned: PhantomPinned,
@@ -485,9 +493,10 @@ impl WaitQueue {
         WaitQueue { word: Word::new() }
     }
 
-    /// Takes the queue lock, for the lock whose nodes carry `key`.
+    /// Takes the queue lock, for the lock whose nodes carry `key` and whose
+    /// census of queued threads is `census`, if it keeps one.
     #[inline]
-    pub(crate) fn lock(&self, key: usize) -> QueueGuard<'_> {
+    pub(crate) fn lock<'a>(&'a self, key: usize, census: Option<&'a Census>) -> QueueGuard<'a> {
         let w = self.word.load(Ordering::Relaxed);
         let w = if flags(w) & QLOCKED == 0 {
             // Acquire: pairs with the Release of the previous holder's unlock,
@@ -500,12 +509,12 @@ impl WaitQueue {
         } else {
             self.lock_contended()
         };
-        QueueGuard { queue: self, first: head_of(w), key }
+        QueueGuard { queue: self, first: head_of(w), key, census }
     }
 
     /// Takes the queue lock if it is free right now (for hang reports,
     /// which must not wait on a stuck queue lock).
-    pub(crate) fn try_lock(&self, key: usize) -> Option<QueueGuard<'_>> {
+    pub(crate) fn try_lock<'a>(&'a self, key: usize, census: Option<&'a Census>) -> Option<QueueGuard<'a>> {
         let w = self.word.load(Ordering::Relaxed);
         if flags(w) & QLOCKED != 0 {
             return None;
@@ -513,7 +522,7 @@ impl WaitQueue {
         // Acquire: as in `lock`. A spurious failure only makes the hang
         // report leave the nodes out, as a held queue lock would.
         self.word.compare_exchange_weak(w, w.map_addr(|a| a | QLOCKED), Ordering::Acquire, Ordering::Relaxed).ok()?;
-        Some(QueueGuard { queue: self, first: head_of(w), key })
+        Some(QueueGuard { queue: self, first: head_of(w), key, census })
     }
 
     #[cold]
@@ -703,6 +712,9 @@ pub(crate) struct QueueGuard<'a> {
     /// The list's first node, whoever it waits for.
     first: *const Waiter,
     key: usize,
+    /// The lock's count of queued threads, kept up to date by every link
+    /// and unlink below.
+    census: Option<&'a Census>,
 }
 
 impl QueueGuard<'_> {
@@ -774,6 +786,7 @@ impl QueueGuard<'_> {
         debug_assert!(node.since.with(|s| unsafe { *s != 0 }), "push_back of an unstamped node");
         // SAFETY: under the queue lock; the node is the caller's and unlinked.
         unsafe {
+            self.count_in(node, &task);
             node.task.with_mut(|t| *t = Some(task));
             if let Some(first) = self.first.as_ref() {
                 let tail = first.links.with(|l| (*l).prev);
@@ -811,6 +824,29 @@ impl QueueGuard<'_> {
                 }
             }
             node.links.with_mut(|l| *l = Links { prev: ptr::null(), next: ptr::null() });
+            if let Some(census) = self.census {
+                if node.counted.with_mut(|c| core::mem::replace(&mut *c, false)) {
+                    census.thread_unlinked();
+                }
+                if self.first.is_null() {
+                    census.emptied();
+                }
+            }
+        }
+    }
+
+    /// Counts a node about to be linked with `task` in the census, if it is
+    /// a thread's.
+    ///
+    /// # Safety
+    /// Under the queue lock; the node is the caller's and unlinked.
+    unsafe fn count_in(&self, node: &Waiter, task: &Task) {
+        if let Some(census) = self.census
+            && matches!(task, Task::Thread(_))
+        {
+            // SAFETY: under the queue lock (Invariant 3).
+            node.counted.with_mut(|c| unsafe { *c = true });
+            census.thread_linked();
         }
     }
 
@@ -887,6 +923,7 @@ impl QueueGuard<'_> {
         // SAFETY: under the queue lock; the node is the caller's and unlinked;
         // linked nodes are alive (Invariant 2).
         unsafe {
+            self.count_in(node, &task);
             node.task.with_mut(|t| *t = Some(task));
             match self.first.as_ref() {
                 Some(first) => {
@@ -1055,12 +1092,115 @@ mod tests {
         q.set_grantee();
         assert!(!q.try_claim_spinner(), "a spinner was admitted on a lock granted to a waiter not yet running");
         // The queue lock's release keeps the hint, as it keeps the slots.
-        drop(q.lock(0));
+        drop(q.lock(0, None));
         assert!(q.describe().contains("granted to a waiter not yet running"), "{}", q.describe());
         assert!(!q.try_claim_spinner(), "unlocking the queue lost the grantee hint");
         q.clear_grantee();
         assert!(q.try_claim_spinner(), "no spinner admitted once the grantee ran");
         q.release_spinner();
         assert_eq!(q.describe(), "empty (queue lock free, 0 spinner(s))");
+    }
+
+    /// A node, stamped as its owner stamps it before queueing.
+    fn node() -> core::pin::Pin<Box<Waiter>> {
+        let node = Box::pin(Waiter::new(Kind::Write, 0));
+        // SAFETY: ours, not linked.
+        unsafe { node.stamp_wait_start() };
+        node
+    }
+
+    fn thread() -> Task {
+        Task::Thread(std::thread::current())
+    }
+
+    fn task() -> Task {
+        Task::Waker(Waker::noop().clone())
+    }
+
+    /// Every way a node enters (`push_back`, `push_front`) or leaves the
+    /// queue (granted, woken and then acquiring, cancelled) keeps the count
+    /// of threads' nodes; tasks' nodes are not counted.
+    #[test]
+    fn the_census_counts_threads_nodes_through_every_link_and_unlink() {
+        let census = Census::new(crate::state::MAX_READERS);
+        let q = WaitQueue::new();
+        let (a, b, c, d) = (node(), node(), node(), node());
+        let mut wakes = WakeList::new();
+        {
+            let mut g = q.lock(0, Some(&census));
+            // SAFETY: under the queue lock; the nodes are pinned, alive for
+            // the whole test, and each is linked once.
+            unsafe {
+                g.push_back(&a, thread());
+                g.push_back(&b, task());
+                g.push_back(&c, thread());
+                g.push_front(&d, thread());
+            }
+        }
+        assert_eq!(census.threads(), 3);
+        assert_eq!(census.max_readers(), crate::state::MAX_READERS, "the census spilled into the reader limit");
+        {
+            let mut g = q.lock(0, Some(&census));
+            // The head (d, a thread) is granted: unlinked, uncounted.
+            // SAFETY: the queue is not empty; nobody holds the lock it stands
+            // for, and the test takes nothing on d's behalf.
+            unsafe { g.grant_head(&mut wakes) };
+            assert_eq!(census.threads(), 2);
+            // The next head (a) is woken: still linked, still counted ...
+            g.wake_head(&mut wakes);
+            assert_eq!(census.threads(), 2);
+            // ... until it takes the lock.
+            // SAFETY: a is linked in this queue, and the test is its owner.
+            unsafe { g.remove_acquired(&a) };
+            assert_eq!(census.threads(), 1);
+            // A task's node leaving changes nothing.
+            // SAFETY: b is linked in this queue, and the test is its owner.
+            unsafe { g.cancel(&b) };
+            assert_eq!(census.threads(), 1);
+            // SAFETY: c is linked in this queue, and the test is its owner.
+            unsafe { g.cancel(&c) };
+            assert_eq!(census.threads(), 0);
+            assert!(g.is_empty());
+        }
+        assert!(!census.threads_queued());
+        wakes.wake_all();
+    }
+
+    /// Past `CENSUS_MAX` threads the count stays put until the queue
+    /// empties: never an underflow into the reader limit, never "no
+    /// threads" while one waits.
+    #[test]
+    fn a_saturated_census_holds_until_the_queue_empties() {
+        let census = Census::new(7);
+        let q = WaitQueue::new();
+        let n = crate::layout::CENSUS_MAX as usize + 3;
+        let threads: Vec<_> = (0..n).map(|_| node()).collect();
+        let tail = node();
+        {
+            let mut g = q.lock(0, Some(&census));
+            for t in &threads {
+                // SAFETY: under the queue lock; the nodes are pinned, alive
+                // for the whole test, and each is linked once.
+                unsafe { g.push_back(t, thread()) };
+            }
+            // SAFETY: as for the threads' nodes.
+            unsafe { g.push_back(&tail, task()) };
+        }
+        assert_eq!(census.threads(), crate::layout::CENSUS_MAX);
+        {
+            let mut g = q.lock(0, Some(&census));
+            for t in &threads {
+                // SAFETY: t is linked in this queue, and the test is its owner.
+                unsafe { g.cancel(t) };
+                assert!(census.threads_queued(), "a saturated census dropped while the queue holds nodes");
+            }
+            assert_eq!(census.max_readers(), 7);
+            // Only the task is left; the saturated count cannot tell, and
+            // keeps saying "threads" until the queue empties.
+            // SAFETY: as for the threads' nodes.
+            unsafe { g.cancel(&tail) };
+        }
+        assert_eq!(census.threads(), 0);
+        assert_eq!(census.max_readers(), 7);
     }
 }

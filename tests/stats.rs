@@ -156,3 +156,66 @@ fn contention_between_threads_is_seen_as_spins_or_parks() {
     assert!(stats.spins() + stats.parks() + stats.event(Event::Barge) > 0, "{stats}");
     assert!(stats.spin_wins() <= stats.spins(), "{stats}");
 }
+
+/// A task facing a held lock spins first while only tasks wait; while a
+/// blocking thread waits in the queue it queues at once instead (a spinning
+/// task holds its worker's CPU, which the queued threads need to take their
+/// turns), and spins again once no thread waits.
+#[cfg(all(feature = "stats", not(feature = "no-spin")))]
+#[test]
+fn a_task_queues_without_spinning_while_a_blocking_thread_waits() {
+    let lock = Arc::new(Mutex::new(0));
+    // A task's first poll of the held lock, and what it did there.
+    fn first_poll(
+        lock: &Mutex<i32>,
+    ) -> (tokio_test::task::Spawn<impl Future<Output = hybrid_sync::MutexGuard<'_, i32>>>, hybrid_sync::stats::LockStats)
+    {
+        let before = lock.stats();
+        let mut waiting = tokio_test::task::spawn(lock.lock());
+        assert!(waiting.poll().is_pending(), "the held lock was taken");
+        let period = lock.stats().since(&before);
+        (waiting, period)
+    }
+    let held = lock.try_lock().unwrap();
+
+    let (alone, period) = first_poll(&lock);
+    assert_eq!(period.spins(), 1, "with nobody queued, a task did not spin: {period}");
+    drop(alone);
+
+    let thread = std::thread::spawn({
+        let lock = Arc::clone(&lock);
+        move || *lock.blocking_lock() += 1
+    });
+    let start = std::time::Instant::now();
+    while lock.stats().parks() < 2 {
+        assert!(start.elapsed() < Duration::from_secs(20), "the thread never queued");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let (mut behind, period) = first_poll(&lock);
+    assert_eq!(period.spins(), 0, "a task spun while a blocking thread waited in the queue: {period}");
+    assert_eq!(period.parks(), 1, "{period}");
+
+    // The thread goes first (it queued first), then the task.
+    drop(held);
+    thread.join().unwrap();
+    let start = std::time::Instant::now();
+    while !behind.is_woken() {
+        assert!(start.elapsed() < Duration::from_secs(20), "the task was never woken");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let mut guard = match behind.poll() {
+        std::task::Poll::Ready(guard) => guard,
+        std::task::Poll::Pending => panic!("the woken task did not get the free lock"),
+    };
+    *guard += 1;
+    drop(guard);
+    drop(behind);
+    assert_eq!(*lock.try_lock().unwrap(), 2);
+
+    // No thread waits any more: a task spins again.
+    let held = lock.try_lock().unwrap();
+    let (again, period) = first_poll(&lock);
+    assert_eq!(period.spins(), 1, "a task still did not spin after the thread left: {period}");
+    drop(again);
+    drop(held);
+}

@@ -49,6 +49,47 @@ pub(crate) const HANDOFF_TIMEOUT: Duration = if cfg!(feature = "handoff-250us") 
 /// (2-5 us on bare metal). Past that, parking is cheaper for everyone.
 pub(crate) const SPIN_LIMIT_BLOCKING_NS: u32 = 4_000;
 
+/// How many CPUs' worth of blocking threads may wait in a lock's queue before
+/// a blocking newcomer stops spinning on it and queues at once.
+///
+/// With `CROWD_PER_CPU` threads per CPU queued (the lock's census,
+/// `layout::Census`), contenders well outnumber the CPUs: a woken queue head
+/// needs a CPU to take its turn, and a spinner holds one, spinning on an
+/// owner that may itself be off its CPU. Measured on 2 vCPUs (a crowd of 6),
+/// interleaved quick showdown rounds against parking_lot, medians of two A/Bs
+/// of 12 rounds (`docs/performance.md`): 32 threads on one `Mutex` 0.87x and
+/// 0.84x its throughput to 0.92x and 0.87x, at 0.81x and 0.83x its CPU per
+/// operation to 0.66x and 0.69x; 8 threads 1.05x and 1.00x to 1.07x and 1.04x
+/// at 0.57-0.59x to 0.52-0.53x; mixed 0.95x and 0.92x to 0.98x and 0.94x. Two
+/// per CPU (a crowd of 4) cost seed 002 with four tight threads 3-5% in three
+/// A/Bs out of three: their turns come from spinning, and five threads on
+/// two CPUs are not yet a crowd. The census counts to 15, so on machines with
+/// more than 5 CPUs the rule is off and threads spin as before it.
+pub(crate) const CROWD_PER_CPU: u32 = 3;
+
+/// The number of queued threads at which blocking newcomers stop spinning
+/// ([`CROWD_PER_CPU`] per CPU), or `u32::MAX` where the census cannot count
+/// that far. The CPU count is asked once per process.
+pub(crate) fn crowd() -> u32 {
+    use std::sync::atomic::AtomicU32;
+    /// 0 until first asked.
+    static CROWD: AtomicU32 = AtomicU32::new(0);
+    // Relaxed: every thread computes the same value; the cache orders nothing.
+    match CROWD.load(Ordering::Relaxed) {
+        0 => {
+            let cpus =
+                std::thread::available_parallelism().map_or(u32::MAX, |n| u32::try_from(n.get()).unwrap_or(u32::MAX));
+            let crowd = match cpus.checked_mul(CROWD_PER_CPU) {
+                Some(n) if n <= crate::layout::CENSUS_MAX => n,
+                _ => u32::MAX,
+            };
+            CROWD.store(crowd, Ordering::Relaxed);
+            crowd
+        }
+        crowd => crowd,
+    }
+}
+
 /// The longest an async acquirer spins inside `poll` before it queues.
 ///
 /// What a task saves by spinning is its own park round trip: queue, return

@@ -89,7 +89,9 @@ impl Inline {
 ///
 /// The census is written only under the queue lock, by whoever links or
 /// unlinks a thread's node, and read without it by async acquirers deciding
-/// whether to spin (`acquire::future`): a hint, like the spinner slots. It
+/// whether to spin (`acquire::future`), and by blocking ones deciding
+/// whether the queue is a crowd (`config::crowd`): a hint, like the spinner
+/// slots. It
 /// counts up to [`CENSUS_MAX`] exactly; from there it stays put until the
 /// queue empties, so a lock that had that many threads queued at once keeps
 /// its tasks from spinning until its queue drains once.
@@ -129,8 +131,9 @@ impl Census {
         self.0.load(core::sync::atomic::Ordering::Relaxed) >= ONE_THREAD
     }
 
-    /// How many threads the census counts.
-    #[cfg(test)]
+    /// How many threads the census counts (a racy snapshot; saturated at
+    /// [`CENSUS_MAX`]).
+    #[inline(always)]
     pub(crate) fn threads(&self) -> u32 {
         self.0.load(core::sync::atomic::Ordering::Relaxed) >> CENSUS_SHIFT
     }

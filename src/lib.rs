@@ -24,8 +24,9 @@
 //!      │   a writer); they go on only while the owner makes visible progress,
 //!      │   never past about one park/unpark round trip, and stop the moment
 //!      │   HANDOFF is set; nobody starts on a lock granted to a
-//!      │   waiter not yet running, and tasks do not spin while blocking
-//!      │   threads wait in the queue (they need the CPUs) ──────────────► held
+//!      │   waiter not yet running; tasks do not spin while blocking
+//!      │   threads wait in the queue, nor threads while three per CPU
+//!      │   of them do (the queued threads need the CPUs) ───────────────► held
 //!      │
 //!      ├─ queue: under the queue lock, take the lock if the policy allows
 //!      │   (no handoff pending; readers never pass queued waiters), else
@@ -68,7 +69,7 @@
 //!
 //! | feature | effect |
 //! |---|---|
-//! | *(none)* | barging with a 1 ms handoff bound; spin up to 4 µs (threads) / 6 µs (tasks); tasks skip it on a current-thread runtime and while blocking threads wait in the lock's queue |
+//! | *(none)* | barging with a 1 ms handoff bound; spin up to 4 µs (threads) / 6 µs (tasks); tasks skip it on a current-thread runtime and while blocking threads wait in the lock's queue, threads while three per CPU wait there (machines of up to 5 CPUs) |
 //! | `fair` | strict FIFO, tokio's exact order: every unlock that finds waiters grants the lock to the head; spinning only while the queue is empty |
 //! | `no-spin` | never spin: queue and park at once. For single-vCPU containers and real-time priorities, where a spinner steals the owner's CPU |
 //! | `handoff-250us` | handoff timeout 250 µs: tighter worst-case wait, less barging |

@@ -1287,11 +1287,19 @@ impl<L: Layout> RawRwLock<L> {
         acquired
     }
 
+    /// How long a blocking newcomer may spin on this lock: not at all while
+    /// a crowd of threads waits in its queue (see [`config::crowd`]).
+    #[inline]
+    fn blocking_spin_limit(&self) -> u32 {
+        let crowded = self.state.census().is_some_and(|census| census.threads() >= config::crowd());
+        if crowded { 0 } else { config::SPIN_LIMIT_BLOCKING_NS }
+    }
+
     fn lock_blocking_wait(&self, kind: Kind, deadline: Option<Instant>) -> bool {
         let node = pin!(Waiter::new(kind, self.key()));
         let node = &*node;
         let thread = || Task::Thread(crate::loom::current_thread());
-        if self.lock_contended(node, config::SPIN_LIMIT_BLOCKING_NS, thread) {
+        if self.lock_contended(node, self.blocking_spin_limit(), thread) {
             return true;
         }
         let mut nap = config::RECHECK_MIN;
@@ -1541,5 +1549,56 @@ mod tests {
         assert_eq!(threads(), 0);
         assert!(!lock.threads_queued());
         assert_eq!(spin_limit(&lock), task_spin, "tasks may not spin after the threads left");
+    }
+
+    /// Blocking newcomers spin until a crowd of threads (`config::crowd`,
+    /// three per CPU) waits in the queue, and again once it has gone.
+    #[test]
+    fn a_crowd_of_queued_threads_stops_blocking_spinners() {
+        let lock = Arc::new(RawRwLock::<Inline>::new(config::MAX_READERS));
+        let threads = || lock.state.census().expect("an inline lock keeps a census").threads();
+        let crowd = config::crowd();
+        let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
+        if cpus > 0 && cpus * config::CROWD_PER_CPU as usize <= crate::layout::CENSUS_MAX as usize {
+            assert_eq!(crowd as usize, cpus * config::CROWD_PER_CPU as usize);
+        } else {
+            assert_eq!(crowd, u32::MAX, "a crowd the census cannot count");
+        }
+        // Queue up to a crowd (or a few threads where the rule is off).
+        let queue = if crowd == u32::MAX { 3 } else { crowd };
+        assert!(lock.try_acquire(Kind::Write));
+        let mut waiters = Vec::new();
+        for n in 1..=queue {
+            waiters.push(std::thread::spawn({
+                let lock = lock.clone();
+                move || {
+                    lock.lock_blocking_contended(Kind::Write);
+                    // SAFETY: taken just above.
+                    unsafe { lock.unlock(Kind::Write) };
+                }
+            }));
+            wait_for("a thread queues", || threads() == n);
+            let limit = lock.blocking_spin_limit();
+            if n < crowd {
+                assert_eq!(
+                    limit,
+                    config::SPIN_LIMIT_BLOCKING_NS,
+                    "{n} queued threads (a crowd is {crowd}) stopped spinning"
+                );
+            } else {
+                assert_eq!(limit, 0, "a newcomer may spin past a crowd of {n} queued threads");
+            }
+        }
+        // SAFETY: taken above.
+        unsafe { lock.unlock(Kind::Write) };
+        for waiter in waiters {
+            waiter.join().unwrap();
+        }
+        assert_eq!(threads(), 0);
+        assert_eq!(
+            lock.blocking_spin_limit(),
+            config::SPIN_LIMIT_BLOCKING_NS,
+            "spinning stayed off after the crowd left"
+        );
     }
 }

@@ -75,11 +75,13 @@
 //!   and one slow thread with ~1 us of work outside the lock: total
 //!   throughput, the slow thread's rate and its maximum wait.
 //! * **seed 003** (spinners under handoff): 32 threads with the handoff
-//!   timeout forced to 50 us, with spinners leaving at once when the handoff
-//!   bit is set (the default) and, as a test-only broken variant, spinning
-//!   on: CPU time per operation, and the time spinners spent polling while
-//!   a handoff was pending (measured inside the lock by a test-only switch),
-//!   per acquisition.
+//!   timeout forced to 50 us: the default, where with that crowd of threads
+//!   queued newcomers do not spin at all; with that rule switched off
+//!   (`no crowd rule`), where spinners leave at once when the handoff bit is
+//!   set; and, as a test-only broken variant, spinning on through it: CPU
+//!   time per operation, and the time spinners spent polling while a handoff
+//!   was pending (measured inside the lock by a test-only switch), per
+//!   acquisition.
 //! * **seed 004** (optimistic spinning at scale): 10, 100 and 1000 threads
 //!   against a lock that never spins (a plain futex-style parking lock), and
 //!   10, 100 and 1000 tasks.
@@ -1378,18 +1380,27 @@ fn main() {
             t::measure_handoff_spin(true);
             progress("seed 003 hybrid-sync");
             let _ = t::take_handoff_spin();
-            let fixed = threads::<peers::HybridMutex>(32, seed_dur);
+            let default = threads::<peers::HybridMutex>(32, seed_dur);
+            burnt.push((default.name, default.ops, t::take_handoff_spin()));
+            // With the crowd rule newcomers do not spin at all here; without
+            // it they do, and leave when the handoff bit is set...
+            progress("seed 003 without the crowd rule");
+            t::set_crowd_rule(false);
+            let mut fixed = threads::<peers::HybridMutex>(32, seed_dur);
+            fixed.name = "no crowd rule";
             burnt.push((fixed.name, fixed.ops, t::take_handoff_spin()));
+            // ...or, broken, spin on through it.
             progress("seed 003 spinning through handoff");
             t::set_spin_through_handoff(true);
             let mut broken = threads::<peers::HybridMutex>(32, seed_dur);
             t::set_spin_through_handoff(false);
+            t::set_crowd_rule(true);
             broken.name = "spins on (bug)";
             burnt.push((broken.name, broken.ops, t::take_handoff_spin()));
             t::measure_handoff_spin(false);
             t::set_handoff_timeout(handoff_override);
             progress("seed 003 parking_lot");
-            vec![fixed, broken, threads::<peers::ParkingLotMutex>(32, seed_dur)]
+            vec![default, fixed, broken, threads::<peers::ParkingLotMutex>(32, seed_dur)]
         });
         eprint!("\r\x1b[2K");
         print_table(title003, &rows);

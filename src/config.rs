@@ -71,9 +71,6 @@ pub(crate) const CROWD_PER_CPU: u32 = 3;
 /// ([`CROWD_PER_CPU`] per CPU), or `u32::MAX` where the census cannot count
 /// that far. The CPU count is asked once per process.
 pub(crate) fn crowd() -> u32 {
-    use std::sync::atomic::AtomicU32;
-    /// 0 until first asked.
-    static CROWD: AtomicU32 = AtomicU32::new(0);
     // Relaxed: every thread computes the same value; the cache orders nothing.
     match CROWD.load(Ordering::Relaxed) {
         0 => {
@@ -89,6 +86,10 @@ pub(crate) fn crowd() -> u32 {
         crowd => crowd,
     }
 }
+
+/// [`crowd`]'s cache: 0 until first asked (or after
+/// [`testing::set_crowd_rule`]`(true)`), `u32::MAX` where the rule is off.
+static CROWD: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
 /// The longest an async acquirer spins inside `poll` before it queues.
 ///
@@ -379,6 +380,15 @@ pub mod testing {
     /// for production: the spinners can only burn CPU.
     pub fn set_spin_through_handoff(on: bool) {
         SPIN_THROUGH_HANDOFF.store(on, Ordering::Relaxed);
+    }
+
+    /// Switches off (or back on) the rule that blocking newcomers do not
+    /// spin while a crowd of threads waits in the lock's queue
+    /// (`CROWD_PER_CPU`), so that seed 003's benchmark still has spinners
+    /// with 32 threads on 2 cores, to show what leaving on the handoff bit
+    /// saves.
+    pub fn set_crowd_rule(on: bool) {
+        CROWD.store(if on { 0 } else { u32::MAX }, Ordering::Relaxed);
     }
 
     /// Makes spinners measure the time they spend polling while a handoff

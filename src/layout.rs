@@ -89,12 +89,11 @@ impl Inline {
 ///
 /// The census is written only under the queue lock, by whoever links or
 /// unlinks a thread's node, and read without it by async acquirers deciding
-/// whether to spin (`acquire::future`), and by blocking ones deciding
-/// whether the queue is a crowd (`config::crowd`): a hint, like the spinner
-/// slots. It
-/// counts up to [`CENSUS_MAX`] exactly; from there it stays put until the
+/// whether to spin (`acquire::future`) and by blocking ones deciding whether
+/// the queue holds a crowd (`config::crowd`): a hint, like the spinner slots.
+/// It counts up to [`CENSUS_MAX`] exactly; from there it stays put until the
 /// queue empties, so a lock that had that many threads queued at once keeps
-/// its tasks from spinning until its queue drains once.
+/// its tasks and newcomer threads from spinning until its queue drains once.
 ///
 /// A plain `core` atomic even under the model checkers: the census steers
 /// only whether a task spins, which the models do not need to explore, and

@@ -218,7 +218,9 @@ fn slot_of(addr: usize) -> (usize, u32) {
     (index, tag)
 }
 
-/// Nanoseconds per `spin_loop()`, times 16; 0 until measured.
+/// Nanoseconds per `spin_loop()`, times 16; 0 until measured. Relaxed
+/// throughout: a value every thread measures alike on its own, publishing
+/// nothing else; a thread that sees 0 measures again.
 static PAUSE_NS_X16: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
 
 /// Measures the cost of one `pause`, once per process. Takes about 2 us.

@@ -76,6 +76,8 @@ fn slow_now() -> u64 {
     let &(anchor, anchor_tsc) = ANCHOR.get_or_init(|| {
         let (instant, tsc) = paired_reading();
         if tsc.is_none() {
+            // Relaxed: NO_TSC sends readers to `slow_now`, which reads the
+            // anchor through the OnceLock (its own synchronisation).
             SCALE.store(NO_TSC, Ordering::Relaxed);
         }
         // Relaxed: published with SCALE's Release store.

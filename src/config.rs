@@ -232,7 +232,9 @@ pub(crate) const BARGE_AUDIT_EVERY: u32 = 64;
 pub(crate) const MAX_READERS: u32 = crate::state::MAX_READERS;
 
 // Process-wide overrides, for benchmarks and tests that compare settings in
-// one run. Read with relaxed loads on slow paths only.
+// one run. Read with relaxed loads on slow paths only: each is a setting
+// read on its own, publishing no other data, and a thread that sees a
+// switch a little late only follows the old setting for a moment.
 static HANDOFF_OVERRIDE_NS: AtomicU64 = AtomicU64::new(u64::MAX);
 static PER_ADDRESS_BACKOFF: AtomicBool = AtomicBool::new(true);
 static SPIN_THROUGH_HANDOFF: AtomicBool = AtomicBool::new(false);

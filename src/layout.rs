@@ -160,6 +160,7 @@ impl Census {
 
     /// The queue is empty. Under the queue lock.
     pub(crate) fn emptied(&self) {
+        // Relaxed: written only under the queue lock, which we hold.
         if self.0.load(core::sync::atomic::Ordering::Relaxed) >= ONE_THREAD {
             self.update(|_| 0);
         }

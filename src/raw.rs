@@ -211,6 +211,8 @@ impl<L: Layout> RawRwLock<L> {
     /// Joining other readers: not contended as such, so not cold.
     #[inline]
     fn try_acquire_shared(&self) -> bool {
+        // Relaxed load, Acquire CAS: the orderings of state.rs, "Memory
+        // orderings" (the CAS validates the load and orders the section).
         let s = self.state.load(Ordering::Relaxed);
         (can_read_fast(s, self.state.max_readers())
             && self.state.compare_exchange_weak(s, s + ONE_READER, Ordering::Acquire, Ordering::Relaxed).is_ok())
@@ -223,6 +225,7 @@ impl<L: Layout> RawRwLock<L> {
         // tests/torture.rs only): a writer walks in beside readers.
         #[cfg(hybrid_sync_broken)]
         if kind == Kind::Write {
+            // Orderings as a real acquisition's (state.rs).
             let s = self.state.load(Ordering::Relaxed);
             if !is_write_locked(s)
                 && reader_count(s) > 0
@@ -231,6 +234,7 @@ impl<L: Layout> RawRwLock<L> {
                 return true;
             }
         }
+        // Relaxed: the CAS below validates it (state.rs, "Memory orderings").
         let mut s = self.state.load(Ordering::Relaxed);
         if has_waiters(s) && !has_handoff(s) && !FAIR && barging_audit_due() {
             // About to pass queued waiters. Their head may be unable to run
@@ -241,6 +245,7 @@ impl<L: Layout> RawRwLock<L> {
             s = self.state.load(Ordering::Relaxed);
         }
         while may_barge(kind, s, self.state.max_readers(), FAIR) {
+            // Acquire: pairs with the previous owner's release.
             match self.state.compare_exchange_weak(s, with_owner(kind, s), Ordering::Acquire, Ordering::Relaxed) {
                 Ok(_) => return true,
                 Err(actual) => s = actual,
@@ -259,6 +264,7 @@ impl<L: Layout> RawRwLock<L> {
         self.stats.event(Event::Audit);
         let q = self.lock_queue();
         let Some(head) = q.head() else { return };
+        // Relaxed: HANDOFF is set by a CAS against it (state.rs).
         let mut s = self.state.load(Ordering::Relaxed);
         // A head that claims its own turn (see `claims_own_turn`) is woken
         // by the next release; one that was woken to do so gets a claim gap
@@ -411,6 +417,7 @@ impl<L: Layout> RawRwLock<L> {
         // Asked once per dispatch (each yes spends a credit): the loop below
         // only comes round again after a failed CAS, with the same head.
         let mut futile = None;
+        // Relaxed: every decision below ends in a CAS against this value.
         let mut s = self.state.load(Ordering::Relaxed);
         loop {
             let Some(head) = q.head() else {
@@ -739,7 +746,8 @@ impl<L: Layout> RawRwLock<L> {
                 || (kind == Kind::Read && has_waiters(s))
         };
         // Look before claiming a spinner slot (two more atomic operations
-        // on the queue word), so the common refusal costs one load.
+        // on the queue word), so the common refusal costs one load
+        // (Relaxed: a heuristic; the poll's CAS decides).
         if futile(self.state.load(Ordering::Relaxed)) {
             self.stats.event(Event::SpinHandoff);
             return false;
@@ -766,6 +774,7 @@ impl<L: Layout> RawRwLock<L> {
             }
             if may_barge(kind, s, max, FAIR) {
                 let new = if token { with_owner(kind, s) & !WOKEN } else { with_owner(kind, s) };
+                // Acquire: pairs with the previous owner's release.
                 return match self.state.compare_exchange(s, new, Ordering::Acquire, Ordering::Relaxed) {
                     Ok(_) => {
                         token = false;
@@ -783,6 +792,7 @@ impl<L: Layout> RawRwLock<L> {
                 && kind == Kind::Write
                 && reader_count(s) > 0
                 && s & (WAITERS | WOKEN) == 0
+                // Relaxed: the token guards no data (state.rs).
                 && self.state.compare_exchange(s, s | WOKEN, Ordering::Relaxed, Ordering::Relaxed).is_ok()
             {
                 token = true;
@@ -868,6 +878,7 @@ impl<L: Layout> RawRwLock<L> {
         // A woken node is a writer head holding the WOKEN token.
         let token = woken;
         let mut now = None;
+        // Relaxed: each outcome below is a CAS against it (state.rs).
         let mut s = self.state.load(Ordering::Relaxed);
         loop {
             let is_head = q.is_head(node);
@@ -892,6 +903,7 @@ impl<L: Layout> RawRwLock<L> {
                 if token {
                     new &= !WOKEN;
                 }
+                // Acquire: pairs with the previous owner's release.
                 match self.state.compare_exchange_weak(s, new, Ordering::Acquire, Ordering::Relaxed) {
                     Ok(_) => {
                         self.stats.event(Event::RetryWon);
@@ -997,6 +1009,7 @@ impl<L: Layout> RawRwLock<L> {
         // (a woken run of readers must not turn into a crowd of spinners).
         if SPIN && spin_limit_ns > 0 && self.queue().try_claim_spinner() {
             backoff::spin(self as *const Self as usize, spin_limit_ns, || {
+                // Relaxed: only says when to try; `try_enter`'s CAS acquires.
                 let s = self.state.load(Ordering::Relaxed);
                 if is_write_locked(s) { Probe::Held(s) } else { Probe::Acquired }
             });
@@ -1033,6 +1046,7 @@ impl<L: Layout> RawRwLock<L> {
             return false;
         }
         let result = backoff::spin(self as *const Self as usize, limit_ns, || {
+            // Relaxed: the CAS below validates it.
             let s = self.state.load(Ordering::Relaxed);
             if !is_unlocked(s) {
                 return Probe::Held(s);
@@ -1234,6 +1248,8 @@ impl<L: Layout> RawRwLock<L> {
             return false;
         }
         let result = backoff::spin(self as *const Self as usize, limit_ns, || {
+            // Relaxed: only says when to try; the caller's own CAS on the
+            // word validates.
             let s = self.state.load(Ordering::Relaxed);
             if has_handoff(s) || (FAIR && has_waiters(s)) {
                 Probe::Handoff

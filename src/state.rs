@@ -59,6 +59,35 @@
 //! the owner either takes the lock or gives the token up in an RMW that comes
 //! after that release and so sees the lock free.
 //!
+//! # Memory orderings
+//!
+//! The word orders exactly one thing, the critical sections: each owner's
+//! writes to the protected value happen-before the next owner's reads.
+//! Everything else it carries is a decision that the word's single
+//! modification order settles by itself. So, throughout the crate:
+//!
+//! * A compare-and-swap that takes the lock (fast path, spinner, barger,
+//!   woken head, reader joining readers) is `Acquire` on success, and a
+//!   release is one `Release` read-modify-write (`fetch_sub`, or
+//!   `fetch_add` for a downgrade): the pair that orders the sections. A
+//!   grant takes the lock on the grantee's behalf with the same `Acquire`
+//!   CAS, and the grantee reads its node's `GRANTED` with `Acquire`,
+//!   stored with `Release` after that CAS: the chain runs from the last
+//!   owner's release through the granter to the grantee.
+//! * A failed compare-and-swap is `Relaxed`: its caller only retries (or
+//!   gives up) with the value it returns, and no data is read on that value.
+//! * A load that only feeds a compare-and-swap, or a decision a later
+//!   compare-and-swap validates (whether to spin, barge or queue), is
+//!   `Relaxed`: the CAS fails if the word has moved since.
+//! * `WAITERS`, `HANDOFF` and `WOKEN` are set and cleared with `Relaxed`
+//!   operations. They guard no data: the queue's list is ordered by the
+//!   queue lock (`Acquire` to take it, `Release` to let it go, in
+//!   [`crate::wait_queue`]), and "a release never loses a waiter" (above)
+//!   rests on all of them acting on one word, whose read-modify-writes
+//!   every thread sees in one order whatever their orderings.
+//!
+//! Each site says which of these it is, or why it differs.
+//!
 //! # The reader limit
 //!
 //! The count has 28 bits, so at most `2^28 - 1` (268,435,455) readers hold

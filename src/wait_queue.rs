@@ -552,6 +552,8 @@ impl WaitQueue {
                 }
                 continue;
             }
+            // Relaxed: QPARKED guards no data; parking_lot_core's bucket lock
+            // orders it against the unpark (see `unlock_and_unpark`).
             if flags(w) & QPARKED == 0
                 && self
                     .word
@@ -692,6 +694,7 @@ impl WaitQueue {
 
     /// A racy description of the queue word, for hang reports.
     pub(crate) fn describe(&self) -> String {
+        // Relaxed: a snapshot for people to read.
         let w = self.word.load(Ordering::Relaxed);
         format!(
             "{} (queue lock {}, {} spinner(s){})",
@@ -975,6 +978,8 @@ impl QueueGuard<'_> {
         unsafe {
             self.remove(node);
             let task = node.take_task();
+            // Relaxed: our own node, which only we read from here on; the
+            // lock itself was taken by our Acquire CAS.
             node.state.store(IDLE, Ordering::Relaxed);
             task
         }

@@ -92,6 +92,7 @@ fn probe() {
     static PROBE: [Probe; PROBES] = [const { Probe(tokio::sync::Mutex::const_new(())) }; PROBES];
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     std::thread_local! {
+        // Relaxed: a spreading counter; only its uniqueness matters.
         static INDEX: usize = NEXT.fetch_add(1, Ordering::Relaxed) % PROBES;
     }
     let index = INDEX.try_with(|i| *i).unwrap_or(0);

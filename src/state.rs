@@ -64,7 +64,8 @@
 //! The word orders exactly one thing, the critical sections: each owner's
 //! writes to the protected value happen-before the next owner's reads.
 //! Everything else it carries is a decision that the word's single
-//! modification order settles by itself. So, throughout the crate:
+//! modification order settles by itself. So, for this word (and the
+//! lock half of a [`LockRef`](crate::LockRef)'s word, which follows it):
 //!
 //! * A compare-and-swap that takes the lock (fast path, spinner, barger,
 //!   woken head, reader joining readers) is `Acquire` on success, and a

@@ -103,7 +103,7 @@
 //!   its guards are held across `.await`. Woken tasks would lose it to the
 //!   task that just released it, so the lock learns to hand it over in
 //!   FIFO order there, as tokio does, at a little more than tokio's cost per
-//!   hand-over (the showdown's hold-across table: 0.88-1.06x tokio's
+//!   hand-over (the showdown's hold-across table: 0.83-1.06x tokio's
 //!   throughput across hosts and runs since the lock keeps its own clock for
 //!   the wait stamps of the handoff bound; every tuning build runs at the
 //!   same rate there). If that table is your workload, tokio's lock is as

@@ -798,6 +798,14 @@ impl<'a, T: ?Sized> LockRefGuard<'a, T> {
 
     /// The count: stable while the guard is held (lockless updates wait for
     /// the lock). 0 for a dead `LockRef`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let r = hybrid_sync::LockRef::with_count(2, ());
+    /// let guard = r.lock();
+    /// assert_eq!(guard.count(), 2);
+    /// ```
     #[inline]
     pub fn count(&self) -> u32 {
         match self.raw_count() {
@@ -811,6 +819,16 @@ impl<'a, T: ?Sized> LockRefGuard<'a, T> {
     /// # Panics
     ///
     /// If `count` is over [`MAX_COUNT`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let r = hybrid_sync::LockRef::new(());
+    /// r.lock().set_count(5);
+    /// assert_eq!(r.count(), 5);
+    /// r.get(); // lockless again, now that the lock is free
+    /// assert_eq!(r.count(), 6);
+    /// ```
     #[inline]
     #[track_caller]
     pub fn set_count(&mut self, count: u32) {
@@ -823,12 +841,36 @@ impl<'a, T: ?Sized> LockRefGuard<'a, T> {
     /// [`get_not_zero`](LockRef::get_not_zero) fail and the count reads 0.
     /// The usual last step before tearing down the object, under the lock
     /// that [`put_or_lock`](LockRef::put_or_lock) returned.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let r = hybrid_sync::LockRef::new("entry");
+    /// let mut last = r.put_or_lock().expect("the last reference");
+    /// last.mark_dead();
+    /// drop(last);
+    /// assert!(r.is_dead());
+    /// assert_eq!(r.count(), 0);
+    /// assert!(!r.get_not_dead()); // no new references to a dead entry
+    /// ```
     #[inline]
     pub fn mark_dead(&mut self) {
         self.store_count(DEAD);
     }
 
     /// Whether the `LockRef` is dead.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let r = hybrid_sync::LockRef::new(());
+    /// let mut guard = r.lock();
+    /// assert!(!guard.is_dead());
+    /// guard.mark_dead();
+    /// assert!(guard.is_dead());
+    /// guard.set_count(1); // revived
+    /// assert!(!guard.is_dead());
+    /// ```
     #[inline]
     pub fn is_dead(&self) -> bool {
         self.raw_count() == DEAD
@@ -914,6 +956,13 @@ unsafe impl<T: ?Sized + Send> Sync for LockArc<T> {}
 
 impl<T> LockArc<T> {
     /// Moves `value` to the heap, with one handle.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let shared = hybrid_sync::LockArc::new(String::from("hello"));
+    /// assert_eq!(*shared.lock(), "hello");
+    /// ```
     pub fn new(value: T) -> Self {
         let inner = Box::new(LockRef::new(value));
         LockArc { inner: NonNull::from(Box::leak(inner)), _owns: PhantomData }
@@ -927,17 +976,55 @@ impl<T: ?Sized> LockArc<T> {
         unsafe { self.inner.as_ref() }
     }
 
-    /// How many handles exist (a snapshot).
+    /// How many handles exist (a snapshot). An associated function, as
+    /// `Arc::strong_count` is, so that it cannot shadow a method of `T`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hybrid_sync::LockArc;
+    ///
+    /// let a = LockArc::new(());
+    /// let b = a.clone();
+    /// assert_eq!(LockArc::count(&a), 2);
+    /// drop(b);
+    /// assert_eq!(LockArc::count(&a), 1);
+    /// ```
     pub fn count(this: &Self) -> u32 {
         this.inner().count()
     }
 
     /// Whether two handles share one value.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hybrid_sync::LockArc;
+    ///
+    /// let a = LockArc::new(1);
+    /// let b = a.clone();
+    /// let c = LockArc::new(1);
+    /// assert!(LockArc::ptr_eq(&a, &b));
+    /// assert!(!LockArc::ptr_eq(&a, &c));
+    /// ```
     pub fn ptr_eq(this: &Self, other: &Self) -> bool {
         core::ptr::addr_eq(this.inner.as_ptr(), other.inner.as_ptr())
     }
 
     /// Locks the value from a thread; see [`LockRef::lock`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let list = hybrid_sync::LockArc::new(Vec::new());
+    /// let worker = {
+    ///     let list = list.clone();
+    ///     std::thread::spawn(move || list.lock().push(1))
+    /// };
+    /// worker.join().unwrap();
+    /// list.lock().push(2);
+    /// assert_eq!(*list.lock(), [1, 2]);
+    /// ```
     #[inline]
     pub fn lock(&self) -> LockArcGuard<'_, T> {
         LockArcGuard(self.inner().lock())
@@ -948,6 +1035,25 @@ impl<T: ?Sized> LockArc<T> {
     /// # Cancel safety
     ///
     /// Cancel safe, as [`LockRef::lock_async`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main]
+    /// # async fn main() {
+    /// let hits = hybrid_sync::LockArc::new(0);
+    /// let tasks: Vec<_> = (0..8)
+    ///     .map(|_| {
+    ///         let hits = hits.clone();
+    ///         tokio::spawn(async move { *hits.lock_async().await += 1 })
+    ///     })
+    ///     .collect();
+    /// for t in tasks {
+    ///     t.await.unwrap();
+    /// }
+    /// assert_eq!(*hits.lock_async().await, 8);
+    /// # }
+    /// ```
     pub fn lock_async(&self) -> impl Future<Output = LockArcGuard<'_, T>> + Send + '_
     where
         T: Send,
@@ -961,6 +1067,17 @@ impl<T: ?Sized> LockArc<T> {
     /// # Errors
     ///
     /// [`TryLockError`] if it is not.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let a = hybrid_sync::LockArc::new(0);
+    /// let b = a.clone();
+    /// let guard = a.try_lock().unwrap();
+    /// assert!(b.try_lock().is_err());
+    /// drop(guard);
+    /// assert!(b.try_lock().is_ok());
+    /// ```
     #[inline]
     pub fn try_lock(&self) -> Result<LockArcGuard<'_, T>, TryLockError> {
         self.inner().try_lock().map(LockArcGuard)
@@ -1014,7 +1131,16 @@ impl<T: ?Sized + fmt::Debug> fmt::Debug for LockArc<T> {
 pub struct LockArcGuard<'a, T: ?Sized>(LockRefGuard<'a, T>);
 
 impl<T: ?Sized> LockArcGuard<'_, T> {
-    /// How many handles exist (stable while the guard is held).
+    /// How many handles exist (stable while the guard is held: a clone or
+    /// drop of a handle waits for the lock).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let a = hybrid_sync::LockArc::new(());
+    /// let _b = a.clone();
+    /// assert_eq!(a.lock().count(), 2);
+    /// ```
     pub fn count(&self) -> u32 {
         self.0.count()
     }

@@ -117,6 +117,34 @@ mod imp {
     static RECORDER: OnceLock<Recorder> = OnceLock::new();
 
     /// Starts recording (clearing what was recorded before) or stops.
+    ///
+    /// # Examples
+    ///
+    /// A thread waits for a lock that another holds; the recorder shows
+    /// what the lock did meanwhile:
+    ///
+    /// ```
+    /// use hybrid_sync::{Mutex, stats};
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    ///
+    /// let lock = Arc::new(Mutex::new(()));
+    /// stats::record(true);
+    /// let guard = lock.blocking_lock();
+    /// let waiter = {
+    ///     let lock = lock.clone();
+    ///     std::thread::spawn(move || drop(lock.blocking_lock()))
+    /// };
+    /// std::thread::sleep(Duration::from_millis(10));
+    /// drop(guard);
+    /// waiter.join().unwrap();
+    /// stats::record(false);
+    /// let events = stats::recorded();
+    /// assert!(events.iter().any(|e| e.event == stats::Event::Contended));
+    /// for e in &events {
+    ///     println!("{:?} thread {} {:?}", e.at, e.thread, e.event);
+    /// }
+    /// ```
     pub fn record(on: bool) {
         if on {
             let r = RECORDER.get_or_init(|| Recorder {
@@ -133,6 +161,18 @@ mod imp {
     }
 
     /// What the recorder holds, oldest first.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hybrid_sync::stats;
+    ///
+    /// stats::record(true);
+    /// // ... the workload to look at ...
+    /// stats::record(false);
+    /// let events = stats::recorded();
+    /// assert!(events.windows(2).all(|w| w[0].at <= w[1].at));
+    /// ```
     pub fn recorded() -> Vec<Recorded> {
         let Some(r) = RECORDER.get() else { return Vec::new() };
         let mut out: Vec<Recorded> = r
@@ -172,6 +212,25 @@ mod imp {
     static COUNTS: [AtomicU64; EVENTS] = [const { AtomicU64::new(0) }; EVENTS];
 
     /// A snapshot of every process-wide counter, and resets them if `reset`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hybrid_sync::{Mutex, stats::{Event, snapshot}};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let lock = Mutex::new(());
+    /// let before = snapshot(false);
+    /// let guard = lock.lock().await;
+    /// let mut waiting = Box::pin(lock.lock());
+    /// assert!(futures::poll!(&mut waiting).is_pending()); // contended
+    /// drop(guard);
+    /// drop(waiting.await);
+    /// let after = snapshot(false);
+    /// assert!(after[Event::Contended as usize] > before[Event::Contended as usize]);
+    /// # }
+    /// ```
     pub fn snapshot(reset: bool) -> [u64; EVENTS] {
         let mut out = [0; EVENTS];
         for (o, c) in out.iter_mut().zip(&COUNTS) {
@@ -259,14 +318,35 @@ mod imp {
     use super::{EVENTS, Event, LockStats, Recorded};
 
     /// Always zeros without the `stats` feature.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(hybrid_sync::stats::snapshot(false), [0; hybrid_sync::stats::EVENTS]);
+    /// ```
     pub fn snapshot(_reset: bool) -> [u64; EVENTS] {
         [0; EVENTS]
     }
 
     /// Records nothing without the `stats` feature.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// hybrid_sync::stats::record(true);
+    /// drop(hybrid_sync::Mutex::new(()).try_lock());
+    /// hybrid_sync::stats::record(false);
+    /// assert!(hybrid_sync::stats::recorded().is_empty());
+    /// ```
     pub fn record(_on: bool) {}
 
     /// Always empty without the `stats` feature.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert!(hybrid_sync::stats::recorded().is_empty());
+    /// ```
     pub fn recorded() -> Vec<Recorded> {
         Vec::new()
     }
@@ -322,6 +402,25 @@ pub use imp::{record, recorded, snapshot};
 /// The counters are read one by one while the lock may be in use, so they
 /// need not add up exactly; two snapshots subtracted ([`since`](Self::since))
 /// give the figures of a period.
+///
+/// # Examples
+///
+/// ```
+/// let lock = hybrid_sync::Mutex::new(0);
+/// let before = lock.stats();
+/// for _ in 0..10 {
+///     *lock.blocking_lock() += 1;
+/// }
+/// let period = lock.stats().since(&before);
+/// if period.enabled() {
+///     assert_eq!(period.acquisitions(), 10);
+///     assert_eq!(period.contended(), 0); // nobody else wanted it
+///     assert_eq!(period.wait_mean(), std::time::Duration::ZERO);
+/// } else {
+///     assert_eq!(period.acquisitions(), 0); // built without `stats`
+/// }
+/// println!("{period}");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LockStats {
     enabled: bool,

@@ -38,7 +38,7 @@ pub struct RawMutex(raw::RawRwLock);
 impl RawRwLock {
     #[inline]
     fn lock(&self, kind: Kind) {
-        if !self.0.try_acquire(kind) {
+        if !self.0.try_acquire_looking(kind) {
             self.0.lock_blocking_contended(kind);
         }
     }
@@ -157,7 +157,7 @@ unsafe impl lock_api::RawMutex for RawMutex {
 
     #[inline]
     fn lock(&self) {
-        if !self.0.try_acquire(Kind::Write) {
+        if !self.0.try_acquire_looking(Kind::Write) {
             self.0.lock_blocking_contended(Kind::Write);
         }
     }

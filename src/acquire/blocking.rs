@@ -14,7 +14,7 @@ use crate::state::Kind;
 #[inline]
 pub(crate) fn lock<L: Layout>(lock: &RawRwLock<L>, kind: Kind) {
     assert_blocking_allowed();
-    if !lock.try_acquire(kind) {
+    if !lock.try_acquire_looking(kind) {
         lock.lock_blocking_contended(kind);
     }
 }

@@ -183,17 +183,7 @@ impl<L: Layout> RawRwLock<L> {
     /// ([`may_barge`]).
     #[inline]
     pub(crate) fn try_acquire(&self, kind: Kind) -> bool {
-        let acquired = self.try_acquire_inner(kind);
-        if acquired {
-            self.stats.acquired();
-            self.trace.acquired(kind);
-        }
-        acquired
-    }
-
-    #[inline]
-    fn try_acquire_inner(&self, kind: Kind) -> bool {
-        match kind {
+        let acquired = match kind {
             Kind::Write => {
                 // Acquire: pairs with the Release of the previous unlock.
                 self.state.compare_exchange(0, WRITER, Ordering::Acquire, Ordering::Relaxed).is_ok()
@@ -205,7 +195,8 @@ impl<L: Layout> RawRwLock<L> {
                 self.state.compare_exchange(0, ONE_READER, Ordering::Acquire, Ordering::Relaxed).is_ok()
                     || self.try_acquire_shared()
             }
-        }
+        };
+        self.note_acquired(kind, acquired)
     }
 
     /// [`try_acquire`](Self::try_acquire) for a blocking caller, which looks
@@ -236,11 +227,7 @@ impl<L: Layout> RawRwLock<L> {
             // The shared path loads first already.
             Kind::Read => self.try_acquire_shared(),
         };
-        if acquired {
-            self.stats.acquired();
-            self.trace.acquired(kind);
-        }
-        acquired
+        self.note_acquired(kind, acquired)
     }
 
     /// The model checkers' [`try_acquire_looking`](Self::try_acquire_looking).
@@ -248,6 +235,18 @@ impl<L: Layout> RawRwLock<L> {
     #[inline]
     pub(crate) fn try_acquire_looking(&self, kind: Kind) -> bool {
         self.try_acquire(kind)
+    }
+
+    /// The fast paths' bookkeeping (the `stats` and `trace` features; nothing
+    /// without them): counts an acquisition that needed no waiting. Returns
+    /// `acquired`.
+    #[inline]
+    fn note_acquired(&self, kind: Kind, acquired: bool) -> bool {
+        if acquired {
+            self.stats.acquired();
+            self.trace.acquired(kind);
+        }
+        acquired
     }
 
     /// Joining other readers: not contended as such, so not cold.

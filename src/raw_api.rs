@@ -45,7 +45,7 @@ impl RawRwLock {
 
     #[inline]
     fn lock_until(&self, kind: Kind, deadline: Instant) -> bool {
-        self.0.try_acquire(kind) || self.0.lock_blocking_until(kind, deadline)
+        self.0.try_acquire_looking(kind) || self.0.lock_blocking_until(kind, deadline)
     }
 }
 
@@ -197,7 +197,7 @@ unsafe impl lock_api::RawMutexTimed for RawMutex {
     }
 
     fn try_lock_until(&self, timeout: Instant) -> bool {
-        self.0.try_acquire(Kind::Write) || self.0.lock_blocking_until(Kind::Write, timeout)
+        self.0.try_acquire_looking(Kind::Write) || self.0.lock_blocking_until(Kind::Write, timeout)
     }
 }
 

@@ -1108,8 +1108,8 @@ fn main() {
     let opts = Opts::parse();
     let full = opts.full;
     let dur = if full { Duration::from_secs(1) } else { Duration::from_millis(300) };
-    // Operations per contender and round: 30 M in all (9 M quick).
-    let n_uncontended = if full { 6_000_000 } else { 1_800_000 };
+    // Operations per contender and round: 30 M in all (6 M quick).
+    let n_uncontended = if full { 6_000_000 } else { 1_200_000 };
 
     let handoff_override =
         std::env::var("SHOWDOWN_HANDOFF_US").ok().and_then(|v| v.parse().ok()).map(Duration::from_micros);
@@ -1451,7 +1451,7 @@ fn main() {
 
     // Seed 001: reference counts. Same rounds and medians as above.
     // Counting is fast and steady: shorter runs do in quick mode.
-    let refcount_dur = if full { dur } else { Duration::from_millis(150) };
+    let refcount_dur = if full { dur } else { Duration::from_millis(100) };
     let refcounts = |title: &str, threads: usize, tasks: usize, lock_every: u64| {
         table_with(title, print_refcount_table, &mut || {
             let mut rows = Vec::new();

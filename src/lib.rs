@@ -16,7 +16,7 @@
 //! ```text
 //!  lock() / blocking_lock()
 //!      │
-//!      ├─ uncontended: one compare-and-swap ───────────────────────────► held
+//!      ├─ uncontended: one compare-and-swap (a reader: one add) ───────► held
 //!      │
 //!      ├─ spin: at most two spinners per lock poll the lock word, pausing
 //!      │   between polls for a delay learned per lock address (shorter for
@@ -126,9 +126,9 @@
 //!   an entered handle) that takes running tokio's own check, which costs
 //!   about what an uncontended tokio `blocking_lock` does; plain threads pay
 //!   two thread-local reads.
-//! * **Reader limit.** At most `2^28 - 1` readers at once (tokio: `2^29 - 1`).
+//! * **Reader limit.** At most `2^27 - 1` readers at once (tokio: `2^29 - 1`).
 //!   `with_max_readers` accepts tokio's whole range and caps it there, a
-//!   limit no program reaches (it takes 4 GiB of live read guards).
+//!   limit no program reaches (it takes 1 GiB of live read guards).
 //! * **Size.** `RwLock<()>` and `Mutex<()>` are 16 bytes (tokio: 48 and 40).
 //! * **Tracing.** tokio-console sees the locks only with the `tracing`
 //!   feature (tokio needs `tokio_unstable` and its own `tracing` feature);
@@ -136,7 +136,7 @@
 //! * **Signatures.** `read`, `write` and `lock` are `fn`s that return
 //!   `impl Future` where tokio has `async fn`s. Callers cannot tell (the
 //!   futures have tokio's auto traits, `!Unpin` included), and the
-//!   uncontended path, one compare-and-swap and tokio's coop charge, is
+//!   uncontended path, one atomic operation and tokio's coop charge, is
 //!   inlined wherever the future is awaited.
 //! * **A future that is never polled again.** A queued future woken by a
 //!   release holds that wakeup (and a writer's WOKEN token) until it is

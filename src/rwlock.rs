@@ -209,7 +209,7 @@ unsafe impl<T: ?Sized + Send + Sync, U: ?Sized + Send + Sync> Sync for OwnedRwLo
 
 impl<T: ?Sized> RwLock<T> {
     /// Creates a new unlocked lock holding `value`, allowing up to
-    /// `2^28 - 1` concurrent readers (tokio's default is `u32::MAX >> 3`;
+    /// `2^27 - 1` concurrent readers (tokio's default is `u32::MAX >> 3`;
     /// either bound is far beyond any real program).
     ///
     /// # Examples
@@ -673,7 +673,7 @@ impl<T: ?Sized> RwLock<T> {
 }
 
 /// tokio's accepted range is `1..=u32::MAX >> 3`; the lock word counts up to
-/// `2^28 - 1` readers (see the crate docs' differences from tokio).
+/// `2^27 - 1` readers (see the crate docs' differences from tokio).
 const fn effective_max_readers(max_reads: u32) -> u32 {
     if max_reads > MAX_READERS { MAX_READERS } else { max_reads }
 }

@@ -23,7 +23,11 @@
 //! * `WRITER` and the reader count change by compare-and-swap when a lock is
 //!   taken (fast path, spinner, or a waiter under the queue lock), by one
 //!   `fetch_sub` when it is released, and under the queue lock when it is
-//!   granted to queued waiters.
+//!   granted to queued waiters. A newcomer reader is the exception: its
+//!   fast path adds itself with one `fetch_add` and looks at the word that
+//!   returns, and if that word did not let it in, it takes itself back out
+//!   with a `fetch_sub` (rwsem's `rwsem_read_trylock`). In between it is a
+//!   *transient reader*.
 //! * `WAITERS` and `HANDOFF` are set and cleared only under the queue lock.
 //! * `WOKEN` is a token: whoever sets it (by CAS from clear) owns it and must
 //!   give it up by taking the lock in the same CAS, by clearing it in a CAS
@@ -42,10 +46,25 @@
 //! 2. `HANDOFF` implies `WAITERS`: it is set on behalf of the queue head and
 //!    cleared whenever the head leaves the queue (granted, acquired or
 //!    cancelled), so it is never left set without a head.
-//! 3. `WRITER` and a non-zero reader count are never set together.
-//! 4. The reader count never exceeds the lock's `max_readers`.
+//! 3. `WRITER` is never set beside a reader that was let in; the count
+//!    beside it is transient readers only.
+//! 4. The readers let in never exceed the lock's `max_readers`. The count may,
+//!    by the transient readers, at most one per running thread.
 //! 5. `WOKEN` has exactly one owner while set, and the owner is running or
 //!    will run (a woken head, a spinner, or a head sleeping with a deadline).
+//!
+//! # Transient readers
+//!
+//! A transient reader touches no data and leaves at once, and the rest of
+//! the machine treats it as what it looks like, a reader about to release:
+//! a writer cannot take the word until it has gone (the compare-and-swaps
+//! expect no readers), a dispatch that finds it counts it as a holder whose
+//! release will dispatch again, and its leaving makes that release's check
+//! (last reader, or a full lock's room), skipped only while `WRITER` is set,
+//! since the writer's own release comes later in the word's order and makes
+//! the check then. So no state decision is new: the word only
+//! spends a moment in states that real readers would also produce, and
+//! beside a writer, in a state that its release already handles.
 //!
 //! # Why a release never loses a waiter
 //!
@@ -91,11 +110,14 @@
 //!
 //! # The reader limit
 //!
-//! The count has 28 bits, so at most `2^28 - 1` (268,435,455) readers hold
-//! the lock at once. tokio's `with_max_readers` accepts up to `u32::MAX >> 3`
-//! (`2^29 - 1`); this crate accepts the same range and caps the effective
-//! limit at `2^28 - 1`, a difference no program can reach (it would need
-//! more than 4 GiB of live read guards).
+//! The count has 28 bits. At most `2^27 - 1` (134,217,727) readers hold the
+//! lock at once: the other half of the field is room for transient readers
+//! above a full lock, one per thread inside the read fast path, and a
+//! process has far fewer threads than `2^27` (Linux allows at most `2^22`),
+//! so the count never carries out of the word. tokio's `with_max_readers`
+//! accepts up to `u32::MAX >> 3` (`2^29 - 1`); this crate accepts the same
+//! range and caps the effective limit at `2^27 - 1`, a difference no
+//! program can reach (it would need more than 1 GiB of live read guards).
 
 /// A writer owns the lock.
 pub(crate) const WRITER: u32 = 1 << 0;
@@ -112,7 +134,11 @@ pub(crate) const ONE_READER: u32 = 1 << READER_SHIFT;
 /// The reader count field.
 pub(crate) const READERS_MASK: u32 = !(ONE_READER - 1);
 /// The largest reader count the word holds.
-pub(crate) const MAX_READERS: u32 = u32::MAX >> READER_SHIFT;
+pub(crate) const READER_FIELD_MAX: u32 = u32::MAX >> READER_SHIFT;
+/// The most readers a lock lets in: half the field, so that transient
+/// readers above a full lock cannot carry out of the word (see "The reader
+/// limit").
+pub(crate) const MAX_READERS: u32 = READER_FIELD_MAX >> 1;
 /// The largest `max_readers` tokio accepts (its `MAX_READS`); larger values
 /// panic, smaller ones are honoured up to [`MAX_READERS`].
 pub(crate) const TOKIO_MAX_READS: u32 = u32::MAX >> 3;
@@ -133,7 +159,8 @@ const _: () = {
     }
     // The fields cover the whole word.
     assert!(WRITER | WAITERS | HANDOFF | WOKEN | READERS_MASK == u32::MAX);
-    assert!(READERS_MASK >> READER_SHIFT == MAX_READERS);
+    assert!(READERS_MASK >> READER_SHIFT == READER_FIELD_MAX);
+    assert!(READER_FIELD_MAX - MAX_READERS >= 1 << 22, "room for a transient reader per thread");
     assert!(MAX_READERS < TOKIO_MAX_READS);
 };
 
@@ -244,6 +271,10 @@ impl core::fmt::Debug for Decoded {
         write!(f, "{s:#010x} (")?;
         if is_write_locked(s) {
             f.write_str("write-locked")?;
+            if reader_count(s) > 0 {
+                // Newcomer readers between their add and its back-out.
+                write!(f, ", {} transient readers", reader_count(s))?;
+            }
         } else {
             write!(f, "{} readers", reader_count(s))?;
         }
@@ -271,8 +302,9 @@ mod tests {
     fn reader_field() {
         assert_eq!(reader_count(0), 0);
         assert_eq!(reader_count((ONE_READER * 7) | WAITERS), 7);
-        assert_eq!(reader_count(u32::MAX), MAX_READERS);
-        assert_eq!(MAX_READERS, (1 << 28) - 1);
+        assert_eq!(reader_count(u32::MAX), READER_FIELD_MAX);
+        assert_eq!(READER_FIELD_MAX, (1 << 28) - 1);
+        assert_eq!(MAX_READERS, (1 << 27) - 1);
         assert!(is_unlocked(WAITERS | HANDOFF));
         assert!(!is_unlocked(ONE_READER));
         assert!(!is_unlocked(WRITER));
@@ -348,5 +380,7 @@ mod tests {
         assert!(d.contains("2 readers, waiters, handoff"), "{d}");
         let d = format!("{:?}", Decoded(WRITER));
         assert!(d.contains("write-locked"), "{d}");
+        let d = format!("{:?}", Decoded(WRITER | ONE_READER | WAITERS));
+        assert!(d.contains("write-locked, 1 transient readers, waiters"), "{d}");
     }
 }

@@ -140,7 +140,7 @@ fn rwlock_new_creates_tokios_resource_span() {
         ("loc.col", "36"),
     ]);
     assert_eq!(span.fields, loc);
-    assert_eq!(rec.updates(*id), ["max_readers=268435455", "write_locked=false", "current_readers=0"]);
+    assert_eq!(rec.updates(*id), ["max_readers=134217727", "write_locked=false", "current_readers=0"]);
     drop(lock);
 
     let rec = Recorder::default();

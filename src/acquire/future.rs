@@ -2,8 +2,8 @@
 //! and [`Acquire`], the queue node's future it falls back to.
 //!
 //! [`Lock`] keeps the uncontended path small enough for the caller's
-//! compiler to inline wherever it is awaited: one compare-and-swap and
-//! tokio's coop charge. Everything else (spinning, queueing, the tracing
+//! compiler to inline wherever it is awaited: one atomic operation (a
+//! writer's compare-and-swap, a reader's add) and tokio's coop charge. Everything else (spinning, queueing, the tracing
 //! spans of a wait) sits behind one out-of-line call, and so does a drop
 //! before completion. An `async fn` with the fast path and the queued wait
 //! side by side compiled to one poll function that LLVM inlined at some

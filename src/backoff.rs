@@ -109,7 +109,8 @@
 //! when the handoff bit appears (seed 003: a spinner can never win against a
 //! pending handoff, so spinning on it only burns the machine), and never
 //! spins longer than the caller's limit, about one park/unpark round trip.
-//! Admission (at most two spinners per lock, the rest queue at once, and
+//! Admission (at most two spinners per lock, the rest queue at once, tasks
+//! that wait to read aside, and
 //! none while the lock is granted to a waiter that has not run yet: that
 //! owner is in a run queue or waking up, and a spinning task would even keep
 //! it off its worker) is the caller's: see the `SPINNERS` and `GRANTEE`

@@ -18,10 +18,11 @@
 //!      │
 //!      ├─ uncontended: one compare-and-swap (a reader: one add) ───────► held
 //!      │
-//!      ├─ spin: at most two spinners per lock poll the lock word, pausing
-//!      │   between polls for a delay learned per lock address (shorter for
-//!      │   a writer waiting for readers to leave, longer for a reader behind
-//!      │   a writer); they go on only while the owner makes visible progress,
+//!      ├─ spin: at most two spinners per lock (and any tasks waiting to
+//!      │   read) poll the lock word, pausing between polls for a delay
+//!      │   learned per lock address (shorter for a writer waiting for
+//!      │   readers to leave, longer for a reader behind a writer); they
+//!      │   go on only while the owner makes visible progress,
 //!      │   never past about one park/unpark round trip, and stop the moment
 //!      │   HANDOFF is set; nobody starts on a lock granted to a
 //!      │   waiter not yet running; tasks do not spin while blocking

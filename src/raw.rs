@@ -10,11 +10,12 @@
 //!        │ back if the word did not let it in) ───────────────────────► owned
 //!        │ contended
 //!        ▼
-//!   spin: at most two spinners per lock poll the word with per-address
-//!        │ backoff while the owner makes progress, never past about a park
-//!        │ round trip, and not at all once HANDOFF is set, or while the
-//!        │ lock is granted to a waiter that has not run yet (GRANTEE in the
-//!        │ queue word: its owner is not running) ─── wins the CAS ► owned
+//!   spin: at most two spinners per lock (and any tasks waiting to read)
+//!        │ poll the word with per-address backoff while the owner makes
+//!        │ progress, never past about a park round trip, and not at all
+//!        │ once HANDOFF is set, or while the lock is granted to a waiter
+//!        │ that has not run yet (GRANTEE in the queue word: its owner is
+//!        │ not running) ────────────────────────────────── wins the CAS ► owned
 //!        ▼
 //!   queue lock: barge if the policy allows (no HANDOFF; a reader never
 //!        │ past waiters; under `fair`, nobody past waiters) ────────────► owned
@@ -82,6 +83,15 @@ use crate::state::*;
 use crate::stats::{Counters, Event, LockStats, Stamp};
 use crate::trace::Trace;
 use crate::wait_queue::{GRANTED, IDLE, LICENSED, QueueGuard, RETRY, Task, WAITING, WaitQueue, Waiter, WakeList};
+
+/// Who spins on a contended lock: a task, inside its poll on a runtime
+/// worker (or an executor's thread), or a thread of its own. Only admission
+/// to the spin differs (see [`RawRwLock::spin`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Spinner {
+    Task,
+    Thread,
+}
 
 /// A reader-writer lock with no data. `L` says where its word, reader limit
 /// and queue live: inline for [`RwLock`](crate::RwLock) and
@@ -754,11 +764,17 @@ impl<L: Layout> RawRwLock<L> {
     /// The contended path of a node that is not queued: spin, then barge or
     /// queue under the queue lock. Returns `true` if the lock was taken; if
     /// not, the node is queued as `WAITING` with the task from `task`.
-    pub(crate) fn lock_contended(&self, node: &Waiter, spin_limit_ns: u32, task: impl FnOnce() -> Task) -> bool {
+    pub(crate) fn lock_contended(
+        &self,
+        node: &Waiter,
+        spinner: Spinner,
+        spin_limit_ns: u32,
+        task: impl FnOnce() -> Task,
+    ) -> bool {
         debug_assert_eq!(node.state(), IDLE);
         self.stats.event(Event::Contended);
         let kind = node.kind;
-        if SPIN && spin_limit_ns > 0 && self.spin(kind, spin_limit_ns) {
+        if SPIN && spin_limit_ns > 0 && self.spin(kind, spinner, spin_limit_ns) {
             return true;
         }
         // SAFETY: our node, not linked (IDLE).
@@ -805,7 +821,8 @@ impl<L: Layout> RawRwLock<L> {
         }
     }
 
-    /// Spins for the lock, holding one of this lock's two spinner slots.
+    /// Spins for the lock, holding one of this lock's two spinner slots
+    /// (a task that waits to read needs none, see below).
     ///
     /// A writer that spins on readers while nobody is queued takes the
     /// `WOKEN` token: new readers then hold back and the ones inside drain,
@@ -818,7 +835,23 @@ impl<L: Layout> RawRwLock<L> {
     /// word, as before 2026-12-01, it cost async write-heavy, where every
     /// owner is a writer, 5-13% of its throughput in three interleaved A/Bs
     /// against parking_lot, with no change outside the noise elsewhere.)
-    fn spin(&self, kind: Kind, limit_ns: u32) -> bool {
+    ///
+    /// A task that waits to read spins without a slot. The slots bound how
+    /// many CPUs burn on one lock, and a task spins inside its poll, so the
+    /// runtime's workers bound those spinners already; readers do not
+    /// compete with one another (they all get in once the writer is gone),
+    /// and a reader spins only behind a writer with nobody queued. The
+    /// claim and the give-back are two atomic operations on the queue word,
+    /// which shares the lock word's cache line, on every contended read: in
+    /// the showdown's async read-heavy run (64 tasks on 2 workers, 90%
+    /// reads) leaving them out took hybrid-sync from 0.88-0.92x to
+    /// 0.95-0.98x parking_lot's throughput, and its CPU per operation from
+    /// 1.10-1.15x to 1.04-1.07x of parking_lot's, in four interleaved A/Bs
+    /// of 8-10 quick rounds (docs/performance.md, "Readers spin without a
+    /// slot"). A thread still takes a slot to read: nothing else bounds how
+    /// many threads spin at once.
+    /// `GRANTEE` keeps slotless readers off as it keeps everyone.
+    fn spin(&self, kind: Kind, spinner: Spinner, limit_ns: u32) -> bool {
         // Whether spinning cannot win in state `s`: the queue owns the next
         // turn (a pending handoff, or anyone queued under `fair`), or a
         // reader faces queued waiters, which it never passes.
@@ -834,7 +867,12 @@ impl<L: Layout> RawRwLock<L> {
             self.stats.event(Event::SpinHandoff);
             return false;
         }
-        if !self.queue().try_claim_spinner() {
+        let slotless = kind == Kind::Read && spinner == Spinner::Task;
+        if slotless {
+            if self.queue().has_grantee() {
+                return false;
+            }
+        } else if !self.queue().try_claim_spinner() {
             return false;
         }
         let max = self.state.max_readers();
@@ -864,7 +902,9 @@ impl<L: Layout> RawRwLock<L> {
                         // here on, so a cache miss here would lengthen the
                         // section, and inline locks keep the slot count on
                         // the lock word's line, still ours from the CAS.
-                        self.queue().release_spinner();
+                        if !slotless {
+                            self.queue().release_spinner();
+                        }
                         Probe::Acquired
                     }
                     Err(_) => Probe::Lost,
@@ -907,7 +947,7 @@ impl<L: Layout> RawRwLock<L> {
             self.drop_token();
         }
         // A win gave the slot back already, in the poll that won.
-        if result != Spin::Acquired {
+        if result != Spin::Acquired && !slotless {
             self.queue().release_spinner();
         }
         self.stats.event(match result {
@@ -1351,7 +1391,7 @@ impl<L: Layout> RawRwLock<L> {
     /// Returns `true` if it took the lock.
     pub(crate) fn spin_only(&self, kind: Kind, limit_ns: u32) -> bool {
         let since = Stamp::now();
-        let acquired = SPIN && limit_ns > 0 && self.spin(kind, limit_ns);
+        let acquired = SPIN && limit_ns > 0 && self.spin(kind, Spinner::Thread, limit_ns);
         if acquired {
             self.acquired_after(kind, since);
         }
@@ -1399,7 +1439,7 @@ impl<L: Layout> RawRwLock<L> {
         let node = pin!(Waiter::new(kind, self.key()));
         let node = &*node;
         let thread = || Task::Thread(crate::loom::current_thread());
-        if self.lock_contended(node, self.blocking_spin_limit(), thread) {
+        if self.lock_contended(node, Spinner::Thread, self.blocking_spin_limit(), thread) {
             return true;
         }
         let mut nap = config::RECHECK_MIN;

@@ -17,7 +17,8 @@
 //!   QPARKED   threads are parked (parking_lot_core, keyed by this word's
 //!             address) waiting for the queue lock
 //!   SPINNERS  (2 bits, bits 2-3) how many optimistic spinners poll the lock
-//!             word: at most two, everyone else queues at once
+//!             word: at most two, everyone else queues at once (tasks that
+//!             wait to read spin without a slot: their workers bound them)
 //!   GRANTEE   the write lock was granted to a queued waiter that has not
 //!             run since: its owner is a task in a run queue or a thread
 //!             waking up, not a running thread, so nobody may start spinning
@@ -684,6 +685,15 @@ impl WaitQueue {
             // Relaxed: as in `set_grantee`.
             self.word.fetch_and(!GRANTEE, Ordering::Relaxed);
         }
+    }
+
+    /// Whether the write lock was granted to a queued waiter that has not
+    /// run yet (`GRANTEE`; a racy snapshot): what keeps a spinner that
+    /// takes no slot off the lock, as it keeps everyone.
+    #[inline]
+    pub(crate) fn has_grantee(&self) -> bool {
+        // Relaxed: a hint that guards no data (see `set_grantee`).
+        flags(self.word.load(Ordering::Relaxed)) & GRANTEE != 0
     }
 
     /// Gives a spinner slot back.

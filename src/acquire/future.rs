@@ -45,7 +45,7 @@ use core::task::{Context, Poll, ready};
 
 use crate::config::{SPIN, SPIN_LIMIT_ASYNC_NS};
 use crate::layout::{Inline, Layout};
-use crate::raw::RawRwLock;
+use crate::raw::{RawRwLock, Spinner};
 use crate::state::Kind;
 use crate::stats::Stamp;
 use crate::trace::AsyncOp;
@@ -251,7 +251,8 @@ impl<L: Layout> Future for Acquire<'_, L> {
         match this.phase {
             Phase::Contend => {
                 this.since = Stamp::now();
-                if !this.lock.lock_contended(&this.node, spin_limit(this.lock), || Task::Waker(cx.waker().clone())) {
+                let waker = || Task::Waker(cx.waker().clone());
+                if !this.lock.lock_contended(&this.node, Spinner::Task, spin_limit(this.lock), waker) {
                     this.phase = Phase::Queued;
                     return Poll::Pending;
                 }

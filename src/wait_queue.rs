@@ -681,7 +681,7 @@ impl WaitQueue {
     /// runs, and spinning on it may pay again.
     #[inline]
     pub(crate) fn clear_grantee(&self) {
-        if flags(self.word.load(Ordering::Relaxed)) & GRANTEE != 0 {
+        if self.has_grantee() {
             // Relaxed: as in `set_grantee`.
             self.word.fetch_and(!GRANTEE, Ordering::Relaxed);
         }

@@ -617,9 +617,13 @@ fn blocking_in_async_code_panics_on_a_thread_that_blocked_fine_in_tasks() {
             }
             // The same blocking-pool thread, the same blocking task, now
             // driving a future: tokio's blocking methods panic here.
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let inner = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 handle.block_on(async { drop(m2.blocking_lock()) })
-            }))
+            }));
+            // And block fine again once it no longer does (the check's
+            // per-thread channel went with the panic and is made anew).
+            *m2.blocking_lock() += 1;
+            inner
         })
         .await
         .unwrap()
@@ -631,6 +635,7 @@ fn blocking_in_async_code_panics_on_a_thread_that_blocked_fine_in_tasks() {
         "{message:?}"
     );
     // A worker whose task called `block_in_place`, then blocks in the task itself.
+    let count = m.clone();
     let after = rt.block_on(async move {
         tokio::spawn(async move {
             tokio::task::block_in_place(|| *m.blocking_lock() += 1);
@@ -640,6 +645,7 @@ fn blocking_in_async_code_panics_on_a_thread_that_blocked_fine_in_tasks() {
         .unwrap()
     });
     assert!(after, "blocking_lock in a task after block_in_place must panic");
+    assert_eq!(*count.try_lock().unwrap(), 5, "three, one after the panic, one in block_in_place");
 }
 
 #[test]

@@ -26,12 +26,10 @@ pub(crate) fn lock<L: Layout>(lock: &RawRwLock<L>, kind: Kind) {
 /// context" (`Handle::try_current` also succeeds in `spawn_blocking` and
 /// `block_in_place`, where blocking is fine). The check tokio's blocking
 /// methods run is reachable only through one of them, so on threads that
-/// do have a runtime context we run one on a tokio mutex that is free (one
-/// of a small table, picked per thread; a collision only makes a thread wait
-/// a few nanoseconds for another). It is a probe, not our wait: it locks and
-/// unlocks an uncontended tokio mutex and parks nothing, about what one of
-/// tokio's own blocking acquisitions costs. Plain threads, the common case,
-/// pay two thread-local reads.
+/// do have a runtime context we run the cheapest one there is: `blocking_recv`
+/// on a channel that is closed and empty, which runs the check and returns
+/// `None` at once (see [`probe`]). Plain threads, the common case, pay two
+/// thread-local reads.
 #[track_caller]
 #[inline]
 fn assert_blocking_allowed() {
@@ -58,7 +56,9 @@ fn assert_blocking_allowed() {
 /// as `try_current`'s wherever a task runs with a runtime's handle. With
 /// the probe mutexes a cache line apart as well, `spawn_blocking` threads
 /// paid 70-80 ns with one or two of them (tokio's own `blocking_lock`:
-/// 60-70 ns), and plain threads 7.6-8.1 ns as before (2026-12-02).
+/// 60-70 ns), and plain threads 7.6-8.1 ns as before (2026-12-02); with
+/// the closed channel as the probe, 29.6-29.9 ns against tokio's
+/// 49.3-49.9 ns (the faster Intel host of 2026-12-03).
 #[cfg(not(any(hybrid_sync_loom, hybrid_sync_shuttle)))]
 #[inline]
 fn in_runtime_context() -> bool {
@@ -79,23 +79,43 @@ fn in_runtime_context() -> bool {
     true
 }
 
+/// Runs tokio's "may this thread block?" check: panics with tokio's message,
+/// at the caller's location, on a thread that drives async tasks.
+///
+/// The check is the first thing any of tokio's `blocking_*` methods does; the
+/// rest is what sets the cost. This one receives from an unbounded channel
+/// whose sender is gone and which holds nothing, so its future is ready at
+/// the first poll with `None`: a few loads, and no atomic operation on
+/// anything shared. From `spawn_blocking` a `blocking_lock` + release costs
+/// 30 ns with it against 63 ns with the probe before it, `blocking_lock` on
+/// a free `tokio::sync::Mutex` (17 ns for this probe alone against 47 ns in
+/// a scratch loop), and tokio's own `blocking_lock` 49 ns (2026-12-03; see
+/// `docs/performance.md`, "The blocking check").
+///
+/// Each thread that probes keeps one such receiver (`blocking_recv` takes it
+/// by `&mut`): allocated at its first probe, as tokio allocates its own
+/// per-thread parker at the first blocking call on a thread, and moved out
+/// of the thread-local for the call, so that the panic is raised here, where
+/// `#[track_caller]` reaches, and not inside a closure. A thread whose
+/// thread-locals are already torn down (a lock taken in another
+/// thread-local's destructor, on a thread with a runtime context) probes
+/// with a channel of its own each time.
 #[cfg(not(any(hybrid_sync_loom, hybrid_sync_shuttle)))]
 #[track_caller]
 #[cold]
 fn probe() {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    const PROBES: usize = 16;
-    /// One probe mutex per cache line (two, for the adjacent-line
-    /// prefetcher), so that threads probing side by side do not share one.
-    #[repr(align(128))]
-    struct Probe(tokio::sync::Mutex<()>);
-    static PROBE: [Probe; PROBES] = [const { Probe(tokio::sync::Mutex::const_new(())) }; PROBES];
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    use std::cell::Cell;
+    use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
     std::thread_local! {
-        // Relaxed: a spreading counter; only its uniqueness matters.
-        static INDEX: usize = NEXT.fetch_add(1, Ordering::Relaxed) % PROBES;
+        /// This thread's closed, empty channel; `None` before its first probe,
+        /// and while a probe has it out.
+        static CLOSED: Cell<Option<UnboundedReceiver<()>>> = const { Cell::new(None) };
     }
-    let index = INDEX.try_with(|i| *i).unwrap_or(0);
-    // Dropped at once: this only runs tokio's "may this thread block?" check.
-    drop(PROBE[index].0.blocking_lock());
+    let mut rx = CLOSED.try_with(Cell::take).ok().flatten().unwrap_or_else(|| unbounded_channel().1);
+    // The sender was dropped with the tuple above: closed, so `None` at once
+    // (or tokio's panic, which drops the receiver; the next probe makes one).
+    let received = rx.blocking_recv();
+    debug_assert!(received.is_none(), "the probe channel has no sender");
+    // Err: the thread-locals went away meanwhile; the receiver drops here.
+    let _ = CLOSED.try_with(|c| c.set(Some(rx)));
 }

@@ -90,7 +90,7 @@ fn in_runtime_context() -> bool {
 /// 30 ns with it against 63 ns with the probe before it, `blocking_lock` on
 /// a free `tokio::sync::Mutex` (17 ns for this probe alone against 47 ns in
 /// a scratch loop), and tokio's own `blocking_lock` 49 ns (2026-12-03; see
-/// `docs/performance.md`, "The blocking check").
+/// `docs/performance.md`, "The blocking check, and three more looks").
 ///
 /// Each thread that probes keeps one such receiver (`blocking_recv` takes it
 /// by `&mut`): allocated at its first probe, as tokio allocates its own

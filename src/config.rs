@@ -319,25 +319,38 @@ pub struct Tuning {
     pub handoff_timeout: Duration,
     /// Whether spin backoff is learned per lock address.
     pub per_address_backoff: bool,
+    /// How many blocking threads waiting in one lock's queue make a blocking
+    /// newcomer queue at once rather than spin: three per CPU of this
+    /// machine (`std::thread::available_parallelism`). `None` where that is
+    /// more than the lock counts (above 5 CPUs), so blocking newcomers always
+    /// spin first.
+    pub crowd: Option<u32>,
 }
 
 impl fmt::Display for Tuning {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "hybrid-sync: order={} spin={} (blocking {:?}, async {:?}) handoff_timeout={:?} backoff={}",
+            "hybrid-sync: order={} spin={} (blocking {:?}, async {:?}) handoff_timeout={:?} backoff={} crowd=",
             if self.fair { "fifo" } else { "barging+handoff" },
             if self.spin { "on" } else { "off" },
             self.spin_limit_blocking,
             self.spin_limit_async,
             self.handoff_timeout,
             if self.per_address_backoff { "per-address" } else { "per-thread" },
-        )
+        )?;
+        match self.crowd {
+            Some(n) => write!(f, "{n}"),
+            None => f.write_str("off"),
+        }
     }
 }
 
 /// Reports the effective tuning of this build, so a deployment can log which
-/// features cargo's unification left it with.
+/// features cargo's unification left it with, and what it made of this
+/// machine (the crowd size, from the CPU count, which the first call in a
+/// process asks the OS for, reading the cgroup quota on Linux; calling this
+/// at start-up also spares the first contended blocking acquisition that).
 ///
 /// # Examples
 ///
@@ -354,6 +367,7 @@ pub fn tuning() -> Tuning {
         spin_limit_async: Duration::from_nanos(SPIN_LIMIT_ASYNC_NS.into()),
         handoff_timeout: Duration::from_nanos(handoff_timeout_ns()),
         per_address_backoff: per_address_backoff(),
+        crowd: Some(crowd()).filter(|&n| n != u32::MAX),
     }
 }
 

@@ -36,6 +36,13 @@ fn tuning_reports_the_build() {
     assert_eq!(t.fair, FAIR);
     assert_eq!(t.spin, !cfg!(feature = "no-spin"));
     assert!(t.to_string().starts_with("hybrid-sync:"));
+    // Three queued threads per CPU make a crowd, where the census counts
+    // that far (15, so up to 5 CPUs).
+    let cpus = std::thread::available_parallelism().map_or(usize::MAX, |n| n.get());
+    let expected = (cpus <= 5).then(|| cpus as u32 * 3);
+    assert_eq!(t.crowd, expected);
+    let shown = expected.map_or("crowd=off".to_string(), |n| format!("crowd={n}"));
+    assert!(t.to_string().ends_with(&shown), "{t}");
 }
 
 #[test]

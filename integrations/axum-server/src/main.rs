@@ -61,6 +61,11 @@ fn main() {
             .await
             .unwrap_or_else(|e| usage(&format!("cannot listen on {addr}: {e}")));
         println!("listening on {} with lock {lock}", listener.local_addr().expect("bound"));
+        if lock == "hybrid" {
+            // The settings cargo's feature unification left hybrid-sync
+            // with, and the crowd size it took from this machine's CPUs.
+            println!("{}", hybrid_sync::tuning());
+        }
         axum::serve(listener, router)
             .with_graceful_shutdown(async {
                 let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())

@@ -53,6 +53,13 @@
 //! * **threads 2 and 8**: the same as the 32-thread table, less oversubscribed.
 //! * **async hold across .await**: 64 tasks each holding the write guard over
 //!   a `yield_now().await`: spinning cannot pay here, and must not hurt.
+//! * **one worker**: async write-heavy and read-heavy again with their 64
+//!   tasks on one worker thread, where the lock's cache line never leaves
+//!   one CPU: what each lock does with no line to move. Two workers could
+//!   beat it only by overlapping the little work outside the lock, and
+//!   they pay for every move of the line between them. A line under each
+//!   table puts the issues' target, 3x (3.5x) tokio's two-worker rate,
+//!   beside the best rate on one worker.
 //! * **seed 000** (per-address backoff): 4 threads on two locks at once, 8
 //!   operations with a ~20 ns section on one per ~2 us one on the other; the
 //!   same run with hybrid-sync's backoff table reduced to one delay per
@@ -1312,6 +1319,54 @@ fn main() {
     // The seeds' experiments: fewer rounds in quick mode, to stay under a minute.
     let seed_rounds = if full { 3 } else { 1 };
     let seed_dur = if full { Duration::from_secs(1) } else { Duration::from_millis(150) };
+
+    // The two async tables again, on one worker: every lock with its cache
+    // line kept on one CPU. The issues' 3x and 3.5x tokio are read against
+    // tokio on two workers; the line under each table puts that figure
+    // beside the best rate here.
+    let one_worker = [
+        (
+            "one worker, write-heavy: the same 64 tasks on 1 worker, 100% writes (RwLock)",
+            "async write-heavy: 64 tasks on 2 workers, 100% writes (RwLock)",
+            0,
+            3.0,
+        ),
+        (
+            "one worker, read-heavy: the same 64 tasks on 1 worker, 90% reads (RwLock)",
+            "async read-heavy: 64 tasks on 2 workers, 90% reads (RwLock)",
+            900,
+            3.5,
+        ),
+    ];
+    for (title, two_workers, read_per_mille, times_tokio) in one_worker {
+        if !opts.workload(title) {
+            continue;
+        }
+        let rows = median_rounds(seed_rounds, &mut || {
+            rows!(for_each_rwlock, "one worker", |P| async_contended::<P>(64, 1, read_per_mille, seed_dur))
+        });
+        eprint!("\r\x1b[2K");
+        print_table(title, &rows);
+        let tokio_on_two = REPORT
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|t| t.title == two_workers)
+            .flat_map(|t| &t.rows)
+            .find(|r| r.name == "tokio")
+            .map(|r| r.value);
+        let best = rows.iter().max_by(|a, b| a.ops_per_sec().total_cmp(&b.ops_per_sec()));
+        if let (Some(tokio), Some(best)) = (tokio_on_two, best) {
+            println!(
+                "{times_tokio}x tokio's {} on 2 workers is {}: {:.2}x the best rate on one worker ({}'s {})",
+                fmt_rate(tokio),
+                fmt_rate(times_tokio * tokio),
+                times_tokio * tokio / best.ops_per_sec(),
+                best.name,
+                fmt_rate(best.ops_per_sec()),
+            );
+        }
+    }
 
     // (title, name of its tables, short operations per long one, work between operations)
     let seed000 = [

@@ -98,6 +98,13 @@
 //!   floor), `Arc` clone+drop, and a count under a spinlock (what the kernel
 //!   had before lockref) or a parking_lot, std or tokio mutex; then the seed's mixed case, where 1 in 1000 operations takes the
 //!   lock for a ~50 ns section instead.
+//!
+//! The counts above are for the 2-vCPU machine the crate is developed on.
+//! `--scale N` multiplies the runtime's workers and every workload's tasks
+//! and threads by `N` (seed 004's 10/100/1000 and the uncontended tables
+//! stay as they are), and `--scale auto` picks half the CPU count: on 16
+//! cores, 16 workers, 512 tasks, and 16, 64 and 256 threads where 2 cores
+//! have 2, 8 and 32. The titles and the header say what ran.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -465,6 +472,15 @@ fn uncontended_blocking<P: Peer + 'static>(in_tasks: bool) -> Measure {
     })
 }
 
+/// How many times the 2-core workloads are scaled up (`--scale`): worker
+/// threads, tasks and threads alike; 1 on the 2-vCPU development VM.
+static SCALE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
+
+/// The runtime's worker threads in the async workloads: 2, times the scale.
+fn workers() -> usize {
+    2 * SCALE.load(Ordering::Relaxed)
+}
+
 /// `tasks` tasks on a `workers`-thread runtime; `read_per_mille` of the
 /// operations are reads.
 fn async_contended<P: Peer>(tasks: usize, workers: usize, read_per_mille: u64, dur: Duration) -> Row {
@@ -580,7 +596,7 @@ fn threads<P: Peer>(threads: usize, dur: Duration) -> Row {
 
 /// `nthreads` blocking threads and `tasks` tasks (2 workers) writing one lock.
 fn mixed<P: Peer>(nthreads: usize, tasks: usize, dur: Duration) -> Row {
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).build().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(workers()).build().unwrap();
     let lock = Arc::new(P::new(0));
     let stop = Arc::new(AtomicBool::new(false));
     let cpu0 = cpu_time();
@@ -644,7 +660,7 @@ fn refcount<P: RefCount>(threads: usize, tasks: usize, lock_every: u64, dur: Dur
         }
         !stop.load(Ordering::Relaxed)
     };
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).build().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(workers()).build().unwrap();
     let cpu0 = cpu_time();
     let start = Instant::now();
     let task_handles: Vec<_> = (0..tasks)
@@ -721,7 +737,7 @@ fn hold_across_await<P: Peer>(tasks: usize, dur: Duration) -> Option<Row> {
         return None;
     }
     let lock = Arc::new(P::new(0));
-    Some(run_tasks(P::NAME, tasks, 2, dur, |_, stop| {
+    Some(run_tasks(P::NAME, tasks, workers(), dur, |_, stop| {
         let lock = lock.clone();
         async move {
             let (mut ops, mut hist) = (0u64, Hist::new());
@@ -940,11 +956,13 @@ struct Opts {
     json: Option<std::path::PathBuf>,
     /// Write one SVG bar chart per table into this directory.
     svg: Option<std::path::PathBuf>,
+    /// Scale the 2-core workloads by this factor (`--scale`).
+    scale: usize,
 }
 
 impl Opts {
     fn parse() -> Self {
-        let mut o = Opts { full: false, only: vec![], peers: vec![], stats: false, json: None, svg: None };
+        let mut o = Opts { full: false, only: vec![], peers: vec![], stats: false, json: None, svg: None, scale: 1 };
         let mut args = std::env::args().skip(1);
         while let Some(a) = args.next() {
             match a.as_str() {
@@ -954,9 +972,20 @@ impl Opts {
                 "--svg" => o.svg = Some(args.next().unwrap_or_else(|| usage_error("--svg needs a directory")).into()),
                 "--only" => o.only.extend(args.next().unwrap_or_default().split(',').map(String::from)),
                 "--peers" => o.peers.extend(args.next().unwrap_or_default().split(',').map(String::from)),
+                "--scale" => {
+                    o.scale = match args.next().as_deref() {
+                        // One step per two CPUs, as the 2-vCPU VM is step 1.
+                        Some("auto") => (std::thread::available_parallelism().map_or(2, |n| n.get()) / 2).max(1),
+                        Some(n) => n.parse().ok().filter(|&n| n > 0).unwrap_or_else(|| {
+                            usage_error(&format!("--scale needs a whole number of at least 1, or auto; got {n:?}"))
+                        }),
+                        None => usage_error("--scale needs a whole number of at least 1, or auto"),
+                    }
+                }
                 "-h" | "--help" => {
                     println!(
-                        "usage: showdown [--full] [--only WORKLOAD,..] [--peers NAME,..] [--stats] [--json FILE] [--svg DIR]"
+                        "usage: showdown [--full] [--only WORKLOAD,..] [--peers NAME,..] [--stats] [--json FILE] [--svg DIR] \
+                         [--scale N|auto]"
                     );
                     std::process::exit(0);
                 }
@@ -1113,6 +1142,16 @@ fn progress(what: &str) {
 
 fn main() {
     let opts = Opts::parse();
+    SCALE.store(opts.scale, Ordering::Relaxed);
+    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
+    if opts.scale > 1 && cpus < 2 * opts.scale {
+        eprintln!(
+            "note: --scale {} sizes the workloads for {} CPUs; this machine has {cpus}, so the titles' \
+             core counts are not this machine's",
+            opts.scale,
+            2 * opts.scale
+        );
+    }
     let full = opts.full;
     let dur = if full { Duration::from_secs(1) } else { Duration::from_millis(300) };
     // Operations per contender and round: 30 M in all (6 M quick).
@@ -1129,8 +1168,12 @@ fn main() {
     let transfer =
         line_transfer().map_or(String::new(), |t| format!(", a cache line crosses between two in {} ns", t.as_nanos()));
     eprint!("\r\x1b[2K");
+    let scaled = match opts.scale {
+        1 => String::new(),
+        k => format!("; workloads scaled x{k} (--scale)"),
+    };
     let machine = format!(
-        "{} CPUs ({}{transfer}); critical section ~50 ns ({} multiply-adds); stall floor {:.2} ms; {}",
+        "{} CPUs ({}{transfer}); critical section ~50 ns ({} multiply-adds); stall floor {:.2} ms; {}{scaled}",
         std::thread::available_parallelism().map_or(0, |n| n.get()),
         cpu_model().unwrap_or_else(|| "model unknown".into()),
         WORK_ITERS.load(Ordering::Relaxed),
@@ -1284,37 +1327,48 @@ fn main() {
         }};
     }
 
-    table("async write-heavy: 64 tasks on 2 workers, 100% writes (RwLock)", &mut || {
-        rows!(for_each_rwlock, "async write-heavy", |P| async_contended::<P>(64, 2, 0, dur))
+    // The 2-core workloads' counts, times the scale (`--scale`): at 1 these
+    // are the figures in the titles below as they read on the 2-vCPU VM.
+    let k = SCALE.load(Ordering::Relaxed);
+    let (w, tasks) = (workers(), 64 * k);
+    let write_heavy = format!("async write-heavy: {tasks} tasks on {w} workers, 100% writes (RwLock)");
+    let read_heavy = format!("async read-heavy: {tasks} tasks on {w} workers, 90% reads (RwLock)");
+    table(&write_heavy, &mut || {
+        rows!(for_each_rwlock, "async write-heavy", |P| async_contended::<P>(tasks, w, 0, dur))
     });
-    table("async read-heavy: 64 tasks on 2 workers, 90% reads (RwLock)", &mut || {
-        rows!(for_each_rwlock, "async read-heavy", |P| async_contended::<P>(64, 2, 900, dur))
+    table(&read_heavy, &mut || {
+        rows!(for_each_rwlock, "async read-heavy", |P| async_contended::<P>(tasks, w, 900, dur))
     });
-    table("threads: 32 threads on 2 cores, blocking API (Mutex)", &mut || {
-        rows!(for_each_mutex, "32 threads", |P| threads::<P>(32, dur))
+    let oversubscribed = 32 * k;
+    table(&format!("threads: {oversubscribed} threads on {w} cores, blocking API (Mutex)"), &mut || {
+        rows!(for_each_mutex, &format!("{oversubscribed} threads"), |P| threads::<P>(oversubscribed, dur))
     });
-    table("mixed: 4 blocking threads + 32 tasks on 2 workers, one lock (Mutex)", &mut || {
-        rows!(for_each_mutex, "mixed", |P| mixed::<P>(4, 32, dur))
-    });
+    table(
+        &format!("mixed: {} blocking threads + {} tasks on {w} workers, one lock (Mutex)", 4 * k, 32 * k),
+        &mut || rows!(for_each_mutex, "mixed", |P| mixed::<P>(4 * k, 32 * k, dur)),
+    );
 
-    table("threads: 2 threads on 2 cores, blocking API (Mutex)", &mut || {
-        rows!(for_each_mutex, "2 threads", |P| threads::<P>(2, dur))
+    table(&format!("threads: {w} threads on {w} cores, blocking API (Mutex)"), &mut || {
+        rows!(for_each_mutex, &format!("{w} threads"), |P| threads::<P>(w, dur))
     });
-    table("threads: 8 threads on 2 cores, blocking API (Mutex)", &mut || {
-        rows!(for_each_mutex, "8 threads", |P| threads::<P>(8, dur))
+    table(&format!("threads: {} threads on {w} cores, blocking API (Mutex)", 8 * k), &mut || {
+        rows!(for_each_mutex, &format!("{} threads", 8 * k), |P| threads::<P>(8 * k, dur))
     });
-    table("async hold across .await: 64 tasks on 2 workers, write guard held over a yield (RwLock)", &mut || {
-        let mut rows = Vec::new();
-        for_each_rwlock!(P => {
-            if opts.peer(P::NAME) && P::ASYNC {
-                progress(&format!("hold across .await {}", P::NAME));
-                let _ = hybrid_sync::stats::snapshot(true);
-                rows.extend(hold_across_await::<P>(64, dur));
-                print_stats(&opts, P::NAME);
-            }
-        });
-        rows
-    });
+    table(
+        &format!("async hold across .await: {tasks} tasks on {w} workers, write guard held over a yield (RwLock)"),
+        &mut || {
+            let mut rows = Vec::new();
+            for_each_rwlock!(P => {
+                if opts.peer(P::NAME) && P::ASYNC {
+                    progress(&format!("hold across .await {}", P::NAME));
+                    let _ = hybrid_sync::stats::snapshot(true);
+                    rows.extend(hold_across_await::<P>(tasks, dur));
+                    print_stats(&opts, P::NAME);
+                }
+            });
+            rows
+        },
+    );
 
     // The seeds' experiments: fewer rounds in quick mode, to stay under a minute.
     let seed_rounds = if full { 3 } else { 1 };
@@ -1326,39 +1380,39 @@ fn main() {
     // beside the best rate here.
     let one_worker = [
         (
-            "one worker, write-heavy: the same 64 tasks on 1 worker, 100% writes (RwLock)",
-            "async write-heavy: 64 tasks on 2 workers, 100% writes (RwLock)",
+            format!("one worker, write-heavy: the same {tasks} tasks on 1 worker, 100% writes (RwLock)"),
+            &write_heavy,
             0,
             3.0,
         ),
         (
-            "one worker, read-heavy: the same 64 tasks on 1 worker, 90% reads (RwLock)",
-            "async read-heavy: 64 tasks on 2 workers, 90% reads (RwLock)",
+            format!("one worker, read-heavy: the same {tasks} tasks on 1 worker, 90% reads (RwLock)"),
+            &read_heavy,
             900,
             3.5,
         ),
     ];
     for (title, two_workers, read_per_mille, times_tokio) in one_worker {
-        if !opts.workload(title) {
+        if !opts.workload(&title) {
             continue;
         }
         let rows = median_rounds(seed_rounds, &mut || {
-            rows!(for_each_rwlock, "one worker", |P| async_contended::<P>(64, 1, read_per_mille, seed_dur))
+            rows!(for_each_rwlock, "one worker", |P| async_contended::<P>(tasks, 1, read_per_mille, seed_dur))
         });
         eprint!("\r\x1b[2K");
-        print_table(title, &rows);
+        print_table(&title, &rows);
         let tokio_on_two = REPORT
             .lock()
             .unwrap()
             .iter()
-            .filter(|t| t.title == two_workers)
+            .filter(|t| t.title == *two_workers)
             .flat_map(|t| &t.rows)
             .find(|r| r.name == "tokio")
             .map(|r| r.value);
         let best = rows.iter().max_by(|a, b| a.ops_per_sec().total_cmp(&b.ops_per_sec()));
         if let (Some(tokio), Some(best)) = (tokio_on_two, best) {
             println!(
-                "{times_tokio}x tokio's {} on 2 workers is {}: {:.2}x the best rate on one worker ({}'s {})",
+                "{times_tokio}x tokio's {} on {w} workers is {}: {:.2}x the best rate on one worker ({}'s {})",
                 fmt_rate(tokio),
                 fmt_rate(times_tokio * tokio),
                 times_tokio * tokio / best.ops_per_sec(),
@@ -1369,17 +1423,26 @@ fn main() {
     }
 
     // (title, name of its tables, short operations per long one, work between operations)
+    let hammers = 4 * k;
     let seed000 = [
-        ("seed 000: two locks, 4 threads, 8 ops on a ~20 ns lock per op on a ~2 us lock (Mutex)", "seed 000", 8, 0),
         (
-            "seed 000 (b): two locks, 4 threads, 32 ops on a ~20 ns lock per op on a ~2 us lock, ~100 ns of work after each (Mutex)",
+            format!("seed 000: two locks, {hammers} threads, 8 ops on a ~20 ns lock per op on a ~2 us lock (Mutex)"),
+            "seed 000",
+            8,
+            0,
+        ),
+        (
+            format!(
+                "seed 000 (b): two locks, {hammers} threads, 32 ops on a ~20 ns lock per op on a ~2 us lock, ~100 ns of \
+                 work after each (Mutex)"
+            ),
             "seed 000 (b)",
             32,
             100,
         ),
     ];
     for (title, tag, shorts, between) in seed000 {
-        if !opts.workload(title) {
+        if !opts.workload(&title) {
             continue;
         }
         let (mut short, mut long) = (Vec::new(), Vec::new());
@@ -1390,22 +1453,24 @@ fn main() {
             long.push(l);
         };
         for _ in 0..seed_rounds {
-            run("hybrid-sync", &|| two_locks::<peers::HybridMutex>("hybrid-sync", 4, shorts, between, seed_dur));
+            run("hybrid-sync", &|| two_locks::<peers::HybridMutex>("hybrid-sync", hammers, shorts, between, seed_dur));
             run("one delay", &|| {
                 hybrid_sync::__testing::set_per_address_backoff(false);
-                let rows = two_locks::<peers::HybridMutex>("hybrid 1-delay", 4, shorts, between, seed_dur);
+                let rows = two_locks::<peers::HybridMutex>("hybrid 1-delay", hammers, shorts, between, seed_dur);
                 hybrid_sync::__testing::set_per_address_backoff(true);
                 rows
             });
-            run("parking_lot", &|| two_locks::<peers::ParkingLotMutex>("parking_lot", 4, shorts, between, seed_dur));
-            run("std", &|| two_locks::<peers::StdMutex>("std", 4, shorts, between, seed_dur));
+            run("parking_lot", &|| {
+                two_locks::<peers::ParkingLotMutex>("parking_lot", hammers, shorts, between, seed_dur)
+            });
+            run("std", &|| two_locks::<peers::StdMutex>("std", hammers, shorts, between, seed_dur));
         }
         eprint!("\r\x1b[2K");
         print_table(&format!("{tag}, the short lock (~20 ns section)"), &group_median(short));
         print_table(&format!("{tag}, the long lock (~2 us section)"), &group_median(long));
     }
 
-    for tight in [1, 4] {
+    for tight in [1, 4 * k] {
         let title = format!("seed 002: fairness, {tight} tight thread(s) + 1 slow one (1 us outside the lock) (Mutex)");
         if !opts.workload(&title) {
             continue;
@@ -1423,9 +1488,11 @@ fn main() {
         print_fairness(&title, &fairness_worst(all));
     }
 
-    let title003 =
-        "seed 003: 32 threads, handoff timeout 50 us: CPU per op with spinners leaving on handoff or not (Mutex)";
-    if opts.workload(title003) {
+    let title003 = format!(
+        "seed 003: {oversubscribed} threads, handoff timeout 50 us: CPU per op with spinners leaving on handoff or not \
+         (Mutex)"
+    );
+    if opts.workload(&title003) {
         // Spin time under a pending handoff, per run, keyed by the run's
         // contender and op count (the median round keeps both).
         let mut burnt: Vec<(&'static str, u64, Duration)> = Vec::new();
@@ -1435,19 +1502,19 @@ fn main() {
             t::measure_handoff_spin(true);
             progress("seed 003 hybrid-sync");
             let _ = t::take_handoff_spin();
-            let default = threads::<peers::HybridMutex>(32, seed_dur);
+            let default = threads::<peers::HybridMutex>(oversubscribed, seed_dur);
             burnt.push((default.name, default.ops, t::take_handoff_spin()));
             // With the crowd rule newcomers do not spin at all here; without
             // it they do, and leave when the handoff bit is set...
             progress("seed 003 without the crowd rule");
             t::set_crowd_rule(false);
-            let mut fixed = threads::<peers::HybridMutex>(32, seed_dur);
+            let mut fixed = threads::<peers::HybridMutex>(oversubscribed, seed_dur);
             fixed.name = "no crowd rule";
             burnt.push((fixed.name, fixed.ops, t::take_handoff_spin()));
             // ...or, broken, spin on through it.
             progress("seed 003 spinning through handoff");
             t::set_spin_through_handoff(true);
-            let mut broken = threads::<peers::HybridMutex>(32, seed_dur);
+            let mut broken = threads::<peers::HybridMutex>(oversubscribed, seed_dur);
             t::set_spin_through_handoff(false);
             t::set_crowd_rule(true);
             broken.name = "spins on (bug)";
@@ -1455,10 +1522,10 @@ fn main() {
             t::measure_handoff_spin(false);
             t::set_handoff_timeout(handoff_override);
             progress("seed 003 parking_lot");
-            vec![default, fixed, broken, threads::<peers::ParkingLotMutex>(32, seed_dur)]
+            vec![default, fixed, broken, threads::<peers::ParkingLotMutex>(oversubscribed, seed_dur)]
         });
         eprint!("\r\x1b[2K");
-        print_table(title003, &rows);
+        print_table(&title003, &rows);
         let spin_rows: Vec<(&str, f64)> = rows
             .iter()
             .filter_map(|r| {
@@ -1489,7 +1556,7 @@ fn main() {
             one!(peers::StdMutex);
             rows
         });
-        let title = format!("seed 004: {n} tasks on 2 workers (Mutex)");
+        let title = format!("seed 004: {n} tasks on {w} workers (Mutex)");
         table_seed(&title, &mut || {
             let mut rows = Vec::new();
             for_each_mutex!(P => {
@@ -1519,9 +1586,9 @@ fn main() {
             rows
         })
     };
-    refcounts("refcount: 2 threads, get+put of one shared count", 2, 0, 0);
-    refcounts("refcount: 64 tasks on 2 workers, get+put of one shared count", 0, 64, 0);
-    refcounts("refcount mixed: 2 threads, 1 in 1000 operations takes the lock (~50 ns)", 2, 0, 1000);
+    refcounts(&format!("refcount: {w} threads, get+put of one shared count"), w, 0, 0);
+    refcounts(&format!("refcount: {tasks} tasks on {w} workers, get+put of one shared count"), 0, tasks, 0);
+    refcounts(&format!("refcount mixed: {w} threads, 1 in 1000 operations takes the lock (~50 ns)"), w, 0, 1000);
     println!();
     write_reports(&opts, &machine);
 }

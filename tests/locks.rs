@@ -336,6 +336,80 @@ fn never_polled_futures_can_be_dropped() {
     assert!(m.try_lock().is_ok());
 }
 
+/// A lock future polled again after it returned its guard panics, as an
+/// `async fn` (tokio's lock futures) does, whichever path it took: it never
+/// acquires a second time, and the guard it returned still holds the lock.
+#[test]
+fn polling_a_finished_lock_future_panics_and_acquires_nothing() {
+    use std::panic::{AssertUnwindSafe, catch_unwind};
+    fn repoll_panics<F: Future>(task: &mut tokio_test::task::Spawn<F>) {
+        let panic = catch_unwind(AssertUnwindSafe(|| {
+            let _ = task.poll();
+        }))
+        .expect_err("a finished lock future polled again must panic");
+        let message = panic
+            .downcast_ref::<&str>()
+            .copied()
+            .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+            .unwrap_or_default();
+        assert!(message.contains("after completion"), "unexpected panic message {message:?}");
+    }
+
+    // The fast path: a free lock.
+    let lock = Arc::new(RwLock::new(0));
+    let mut write = spawn(lock.write());
+    let guard = assert_ready!(write.poll());
+    repoll_panics(&mut write);
+    assert!(lock.try_read().is_err(), "the guard no longer holds the lock");
+    drop(guard);
+    let mut read = spawn(lock.read());
+    let guard = assert_ready!(read.poll());
+    repoll_panics(&mut read);
+    assert!(lock.try_write().is_err());
+    drop(guard);
+    assert!(lock.try_write().is_ok(), "the readers' count is off");
+
+    // The contended path: queued behind a writer, then let in (a reader,
+    // borrowed and owned, and a writer behind it).
+    let held = lock.try_write().unwrap();
+    let mut reader = spawn(lock.read());
+    let mut owned = spawn(lock.clone().read_owned());
+    let mut writer = spawn(lock.write());
+    assert_pending!(reader.poll());
+    assert_pending!(owned.poll());
+    assert_pending!(writer.poll());
+    drop(held);
+    let (r1, r2) = (assert_ready!(reader.poll()), assert_ready!(owned.poll()));
+    repoll_panics(&mut reader);
+    repoll_panics(&mut owned);
+    assert!(lock.try_write().is_err());
+    drop((r1, r2));
+    assert!(writer.is_woken());
+    let guard = assert_ready!(writer.poll());
+    repoll_panics(&mut writer);
+    assert!(lock.try_read().is_err());
+    drop(guard);
+    drop((reader, owned, writer));
+    assert!(lock.try_write().is_ok(), "the lock is not free");
+
+    let m = Arc::new(Mutex::new(0));
+    let held = m.try_lock().unwrap();
+    let mut lock = spawn(m.lock());
+    let mut owned = spawn(m.clone().lock_owned());
+    assert_pending!(lock.poll());
+    assert_pending!(owned.poll());
+    drop(held);
+    let guard = assert_ready!(lock.poll());
+    repoll_panics(&mut lock);
+    drop(guard);
+    let guard = assert_ready!(owned.poll());
+    repoll_panics(&mut owned);
+    assert!(m.try_lock().is_err());
+    drop(guard);
+    drop((lock, owned));
+    assert!(m.try_lock().is_ok());
+}
+
 #[test]
 fn dropping_a_queued_non_head_changes_nothing() {
     let m = Mutex::new(());

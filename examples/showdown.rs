@@ -594,7 +594,7 @@ fn threads<P: Peer>(threads: usize, dur: Duration) -> Row {
     mixed::<P>(threads, 0, dur)
 }
 
-/// `nthreads` blocking threads and `tasks` tasks (2 workers) writing one lock.
+/// `nthreads` blocking threads and `tasks` tasks (on [`workers()`] workers) writing one lock.
 fn mixed<P: Peer>(nthreads: usize, tasks: usize, dur: Duration) -> Row {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(workers()).build().unwrap();
     let lock = Arc::new(P::new(0));
@@ -633,7 +633,7 @@ fn mixed<P: Peer>(nthreads: usize, tasks: usize, dur: Duration) -> Row {
     Row { name: P::NAME, ops, elapsed, cpu: cpu_time() - cpu0, hist, by_side }
 }
 
-/// `threads` OS threads and `tasks` tasks (2 workers) each taking and
+/// `threads` OS threads and `tasks` tasks (on [`workers()`] workers) each taking and
 /// dropping references to one count until `dur` is up; 1 in `lock_every`
 /// operations (0: none) is a ~50 ns section under the count's lock instead.
 /// `None` for a contender without a lock in the mixed case. Checks that the
@@ -729,7 +729,7 @@ fn print_refcount_table(title: &str, rows: &[Row]) {
 // The seeds' experiments and the other issue-4 workloads
 // ---------------------------------------------------------------------------
 
-/// `tasks` tasks (2 workers), each holding the write lock across one
+/// `tasks` tasks (on [`workers()`] workers), each holding the write lock across one
 /// `yield_now().await` per operation: the guard is held while the task is
 /// not running, so spinning for it cannot pay. Only async peers.
 fn hold_across_await<P: Peer>(tasks: usize, dur: Duration) -> Option<Row> {
@@ -1173,8 +1173,7 @@ fn main() {
         k => format!("; workloads scaled x{k} (--scale)"),
     };
     let machine = format!(
-        "{} CPUs ({}{transfer}); critical section ~50 ns ({} multiply-adds); stall floor {:.2} ms; {}{scaled}",
-        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        "{cpus} CPUs ({}{transfer}); critical section ~50 ns ({} multiply-adds); stall floor {:.2} ms; {}{scaled}",
         cpu_model().unwrap_or_else(|| "model unknown".into()),
         WORK_ITERS.load(Ordering::Relaxed),
         stall.as_secs_f64() * 1e3,

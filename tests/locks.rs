@@ -394,19 +394,19 @@ fn polling_a_finished_lock_future_panics_and_acquires_nothing() {
 
     let m = Arc::new(Mutex::new(0));
     let held = m.try_lock().unwrap();
-    let mut lock = spawn(m.lock());
+    let mut borrowed = spawn(m.lock());
     let mut owned = spawn(m.clone().lock_owned());
-    assert_pending!(lock.poll());
+    assert_pending!(borrowed.poll());
     assert_pending!(owned.poll());
     drop(held);
-    let guard = assert_ready!(lock.poll());
-    repoll_panics(&mut lock);
+    let guard = assert_ready!(borrowed.poll());
+    repoll_panics(&mut borrowed);
     drop(guard);
     let guard = assert_ready!(owned.poll());
     repoll_panics(&mut owned);
     assert!(m.try_lock().is_err());
     drop(guard);
-    drop((lock, owned));
+    drop((borrowed, owned));
     assert!(m.try_lock().is_ok());
 }
 

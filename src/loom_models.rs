@@ -141,6 +141,48 @@ fn handoff_set_and_granted() {
     two_writers_race_for_a_release(true);
 }
 
+/// A queued future has waited past the handoff timeout (zero here) and
+/// demanded the lock (`HANDOFF`) while the lock is held; the holder releases
+/// it while a newcomer tries to take it. The newcomer must fail in every
+/// interleaving: between the release's `fetch_sub` and the grant, the word
+/// is free with `HANDOFF` set, and only the head may take it. (Nothing else
+/// in the tests sees that window: with writers barging through `HANDOFF`
+/// every other test and model still passed.) Under `fair` the same holds
+/// for `WAITERS` alone.
+#[test]
+fn handoff_keeps_bargers_out() {
+    let _g = handoff(true);
+    loom::model(|| {
+        let s = Shared::new();
+        blocking::lock(&s.lock, Write);
+        let mut head = pin!(acquire(&s.lock, Write));
+        assert!(poll_once(head.as_mut()).is_pending());
+        // Polled again while the lock is held, the due head demands it
+        // (under `fair` no newcomer passes a queued waiter, handoff or not).
+        assert!(poll_once(head.as_mut()).is_pending());
+        let word = s.lock.word();
+        assert!(
+            crate::state::has_handoff(word) || crate::config::FAIR,
+            "no handoff demanded: {:?}",
+            crate::state::Decoded(word)
+        );
+        let barger = {
+            let s = s.clone();
+            thread::spawn(move || s.lock.try_acquire(Write))
+        };
+        // SAFETY: the write lock taken at the start of the model, given up.
+        unsafe { s.lock.write_unlock() };
+        assert!(
+            !barger.join().unwrap(),
+            "a newcomer took the lock ahead of the queued head (a pending handoff, or `fair`)"
+        );
+        assert!(poll_once(head.as_mut()).is_ready(), "the release must grant the lock to the head");
+        // SAFETY: the head's future took the write lock for this thread.
+        unsafe { s.lock.write_unlock() };
+        s.assert_idle();
+    });
+}
+
 /// A queued future is dropped while a release races to grant it the lock
 /// (every release hands off here): whether the drop wins or the grant does,
 /// the lock ends up free and usable, never owned by a dead future.
@@ -413,6 +455,36 @@ fn lockref_get_put_vs_lock() {
             assert_eq!(r.raw.word(), 0, "lock half left as {:?}", crate::state::Decoded(r.raw.word()));
         });
     }
+}
+
+/// The count orders the object's uses before its teardown, as `Arc`'s
+/// does: a holder uses the object (outside the lock) and puts its reference
+/// back locklessly; the owner, if it then finds the count at zero under the
+/// lock, tears the object down. The put is a `Release` and the lock's
+/// compare-and-swap an `Acquire` on the same word, so the use happens
+/// before the teardown (with a `Relaxed` put, loom's cell reports the race).
+#[test]
+fn lockref_put_orders_a_use_before_the_teardown() {
+    let _g = handoff(false);
+    loom::model(|| {
+        let r = Arc::new((LockRef::with_count(1, ()), UnsafeCell::new(7usize)));
+        let holder = {
+            let r = r.clone();
+            thread::spawn(move || {
+                // SAFETY: a read while holding a reference; only the teardown writes.
+                assert_eq!(r.1.with(|v| unsafe { *v }), 7);
+                r.0.put();
+            })
+        };
+        let g = r.0.lock();
+        if g.count() == 0 {
+            // SAFETY: no reference is left, so nobody uses the object.
+            r.1.with_mut(|v| unsafe { *v = 0 });
+        }
+        drop(g);
+        holder.join().unwrap();
+        assert_eq!(r.0.raw.word(), 0);
+    });
 }
 
 /// The dentry pattern: a lookup's get_not_dead races the owner's last

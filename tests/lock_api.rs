@@ -141,3 +141,42 @@ fn threads_hammer_the_mutex() {
     }
     assert_eq!(*m.lock(), 160_000);
 }
+
+/// `unlock_fair` with a thread queued hands the lock to that thread: as
+/// soon as the unlock returns, the lock is the waiter's (granted, or already
+/// taken up), so it reads as locked and no newcomer can take it first.
+#[test]
+fn unlock_fair_hands_the_lock_to_the_queued_thread() {
+    let m = Arc::new(Mutex::new(0));
+    let release = Arc::new(AtomicBool::new(false));
+    for _ in 0..3 {
+        let g = m.lock();
+        release.store(false, SeqCst);
+        let waiter = thread::spawn({
+            let (m, release) = (Arc::clone(&m), Arc::clone(&release));
+            move || {
+                let mut g = m.lock();
+                *g += 1;
+                while !release.load(SeqCst) {
+                    thread::yield_now();
+                }
+            }
+        });
+        // Unlock as soon as the waiter has queued, well before it would be
+        // due a handoff by its wait alone: this unlock is what must hand over.
+        let start = Instant::now();
+        // SAFETY: only read, for its Debug output.
+        while !format!("{:?}", unsafe { m.raw() }).contains("waiters") {
+            assert!(start.elapsed() < Duration::from_secs(20), "the waiter never queued");
+            thread::yield_now();
+        }
+        lock_api::MutexGuard::unlock_fair(g);
+        // SAFETY: only read, for its Debug output.
+        let raw = unsafe { m.raw() };
+        assert!(m.is_locked(), "unlock_fair did not hand the lock over: {raw:?}");
+        assert!(m.try_lock().is_none());
+        release.store(true, SeqCst);
+        waiter.join().unwrap();
+    }
+    assert_eq!(*m.lock(), 3);
+}

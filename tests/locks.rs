@@ -12,8 +12,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Wake, Waker};
 
-use hybrid_sync::{Mutex, MutexGuard, RwLock, RwLockWriteGuard};
-use tokio_test::task::spawn;
+use hybrid_sync::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use tokio_test::task::{Spawn, spawn};
 use tokio_test::{assert_pending, assert_ready};
 
 // Fairness-dependent branches read this at run time (the tests run in both
@@ -205,6 +205,33 @@ fn a_woken_task_that_keeps_losing_to_bargers_gets_the_next_release() {
     });
 }
 
+/// A writer holds `lock` while a reader and then a writer queue behind it;
+/// its release licenses the reader at the head (wakes it to take the lock
+/// when it runs, unlinked) and leaves the writer queued.
+fn license_a_reader_ahead_of_a_writer(
+    lock: &RwLock<i32>,
+) -> (Spawn<impl Future<Output = RwLockReadGuard<'_, i32>>>, Spawn<impl Future<Output = RwLockWriteGuard<'_, i32>>>) {
+    let g = lock.try_write().unwrap();
+    let mut reader = spawn(lock.read());
+    let mut writer = spawn(lock.write());
+    assert_pending!(reader.poll());
+    assert_pending!(writer.poll());
+    drop(g);
+    assert!(reader.is_woken());
+    (reader, writer)
+}
+
+/// A newcomer's `try_write`, which the default lets take a free lock ahead
+/// of queued waiters that are not due; `None` if it failed in an attempt
+/// that ran slow (see [`retry_if_slow`]: a waiter may have come due).
+fn barge<'a>(lock: &'a RwLock<i32>, slow: &dyn Fn() -> bool) -> Option<RwLockWriteGuard<'a, i32>> {
+    match lock.try_write() {
+        Ok(guard) => Some(guard),
+        Err(_) if slow() => None,
+        Err(e) => panic!("a newcomer may take the free lock: {e}"),
+    }
+}
+
 /// A woken writer that a licensed reader went back in front of is dropped:
 /// it must give its wakeup token back (found by tests/torture.rs: the token
 /// leaked, and every later release skipped waking anyone).
@@ -215,30 +242,40 @@ fn dropping_a_woken_writer_behind_a_requeued_reader_passes_the_token_on() {
     }
     retry_if_slow(|slow| {
         let lock = RwLock::new(0);
-        let g = lock.try_write().unwrap();
-        let mut reader = spawn(lock.read());
-        let mut writer = spawn(lock.write());
-        assert_pending!(reader.poll());
-        assert_pending!(writer.poll());
-        drop(g); // licenses the reader at the head
-        assert!(reader.is_woken());
-        let b = match lock.try_write() {
-            Ok(b) => b,
-            Err(_) if slow() => return false,
-            Err(e) => panic!("a newcomer may take the free lock: {e}"),
-        };
+        let (mut reader, writer) = license_a_reader_ahead_of_a_writer(&lock);
+        let Some(b) = barge(&lock, slow) else { return false };
         drop(b); // wakes the writer, now the head, with the token
         assert!(writer.is_woken());
-        let b2 = match lock.try_write() {
-            Ok(b2) => b2,
-            Err(_) if slow() => return false,
-            Err(e) => panic!("a newcomer may still barge: {e}"),
-        };
+        let Some(b2) = barge(&lock, slow) else { return false };
         assert_pending!(reader.poll()); // loses to b2: back in front of the writer
         drop(writer); // the woken writer leaves, not from the head
         drop(b2);
         assert!(reader.is_woken(), "the release must wake the reader");
         let _r = assert_ready!(reader.poll());
+        true
+    });
+}
+
+/// A reader woken with a licence that finds a barging writer got in first
+/// goes back to the front of the queue, ahead of the writer that queued
+/// after it: the next release wakes the reader, not that writer.
+#[test]
+fn a_licensed_reader_that_loses_keeps_its_place_in_front() {
+    if FAIR {
+        return; // under fair nobody barges, so a licensed reader never loses
+    }
+    retry_if_slow(|slow| {
+        let lock = RwLock::new(0);
+        let (mut reader, mut writer) = license_a_reader_ahead_of_a_writer(&lock);
+        let Some(barger) = barge(&lock, slow) else { return false };
+        assert_pending!(reader.poll()); // lost: back in the queue
+        drop(barger);
+        assert!(reader.is_woken(), "the release must wake the reader, first in the queue");
+        assert!(!writer.is_woken(), "the writer queued behind the reader was woken first");
+        let r = assert_ready!(reader.poll());
+        drop(r);
+        assert!(writer.is_woken());
+        let _w = assert_ready!(writer.poll());
         true
     });
 }
@@ -271,9 +308,67 @@ fn max_readers_queues_the_extra_reader_and_admits_it_on_release() {
     assert!(lock.try_read().is_err());
     let mut r3 = spawn(lock.read());
     assert_pending!(r3.poll());
+    // Polled again while the lock is full, the queued head stays queued.
+    assert_pending!(r3.poll());
+    assert!(lock.try_read().is_err());
     drop(r1);
     assert!(r3.is_woken());
     let _guard = assert_ready!(r3.poll());
+}
+
+/// A release that grants a run of queued readers (they are due, or it is
+/// `fair`) grants no more of them than `max_readers` lets in; the rest wait
+/// for room and get it from the next release.
+#[test]
+fn a_granted_run_of_readers_stops_at_max_readers() {
+    // This one needs the build's own timeout (see `TIMEOUT`).
+    let _default_timeout = TIMEOUT.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let lock = RwLock::with_max_readers((), 2);
+    let writer = lock.try_write().unwrap();
+    let mut readers: Vec<_> = (0..3).map(|_| spawn(lock.read())).collect();
+    for reader in &mut readers {
+        assert_pending!(reader.poll());
+    }
+    // Past the handoff timeout queued tasks are due: the release grants.
+    std::thread::sleep(hybrid_sync::tuning().handoff_timeout * 3);
+    drop(writer);
+    let first = assert_ready!(readers[0].poll());
+    let _second = assert_ready!(readers[1].poll());
+    assert_pending!(readers[2].poll());
+    assert!(lock.try_read().is_err(), "{}", lock.__describe());
+    drop(first);
+    assert!(readers[2].is_woken());
+    let _third = assert_ready!(readers[2].poll());
+}
+
+/// A licensed reader (woken, and no longer queued) that finds the lock
+/// filled to `max_readers` by newcomers meanwhile does not squeeze in: it
+/// queues again, in front, and gets in when a reader leaves.
+#[test]
+fn a_licensed_reader_finding_the_lock_full_queues_again() {
+    if FAIR {
+        return; // under fair the release grants the reader its place
+    }
+    retry_if_slow(|slow| {
+        let lock = RwLock::with_max_readers((), 2);
+        let writer = lock.try_write().unwrap();
+        let mut reader = spawn(lock.read());
+        assert_pending!(reader.poll());
+        drop(writer); // licenses the reader; nobody is queued any more
+        assert!(reader.is_woken());
+        let (first, second) = match (lock.try_read(), lock.try_read()) {
+            (Ok(first), Ok(second)) => (first, second),
+            _ if slow() => return false,
+            _ => panic!("newcomers may read while nobody is queued: {}", lock.__describe()),
+        };
+        assert_pending!(reader.poll()); // full: back in the queue
+        assert!(lock.try_read().is_err(), "{}", lock.__describe());
+        drop(first);
+        assert!(reader.is_woken());
+        let _third = assert_ready!(reader.poll());
+        drop(second);
+        true
+    });
 }
 
 #[test]
@@ -481,6 +576,68 @@ impl Wake for CountingWaker {
     fn wake(self: Arc<Self>) {
         self.0.fetch_add(1, Ordering::SeqCst);
     }
+}
+
+/// The only waiter, overdue and demanding the lock, is dropped: its demand
+/// goes with it, and once released the lock is anyone's again.
+#[test]
+fn a_dropped_overdue_waiter_leaves_no_handoff_behind() {
+    let _default_timeout = TIMEOUT.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let m = Mutex::new(0);
+    let g = m.try_lock().unwrap();
+    let mut overdue = spawn(m.lock());
+    assert_pending!(overdue.poll());
+    std::thread::sleep(hybrid_sync::tuning().handoff_timeout * 3);
+    assert_pending!(overdue.poll());
+    assert!(FAIR || m.__describe().contains("handoff"), "{}", m.__describe());
+    drop(overdue);
+    assert!(!m.__describe().contains("handoff"), "{}", m.__describe());
+    drop(g);
+    assert!(m.try_lock().is_ok(), "{}", m.__describe());
+}
+
+/// A head that demanded a handoff and is then dropped takes its demand
+/// along: the new head has not waited long, so the release wakes it to
+/// compete and a newcomer may take the lock first, as for any head that is
+/// not due (under `fair` the release grants it the lock all the same).
+#[test]
+#[cfg_attr(miri, ignore = "needs one waiter past the handoff timeout and one well within it, by the real clock")]
+fn a_dropped_head_takes_its_handoff_demand_along() {
+    let _default_timeout = TIMEOUT.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let timeout = hybrid_sync::tuning().handoff_timeout;
+    for _ in 0..20 {
+        let m = Mutex::new(0);
+        let g = m.try_lock().unwrap();
+        let mut overdue = spawn(m.lock());
+        assert_pending!(overdue.poll());
+        std::thread::sleep(timeout * 3);
+        let mut next = spawn(m.lock());
+        let queued = std::time::Instant::now();
+        assert_pending!(next.poll());
+        // Polled again, past the timeout and with the lock held, the head
+        // demands the lock.
+        assert_pending!(overdue.poll());
+        assert!(FAIR || m.__describe().contains("handoff"), "{}", m.__describe());
+        drop(overdue);
+        drop(g);
+        let newcomer = m.try_lock();
+        if queued.elapsed() >= timeout / 2 {
+            continue; // the new head may have come due itself: inconclusive
+        }
+        if FAIR {
+            assert!(newcomer.is_err(), "fair must not let a newcomer overtake");
+        } else {
+            assert!(newcomer.is_ok(), "the handoff demand outlived its head: {}", m.__describe());
+        }
+        drop(newcomer);
+        assert!(next.is_woken());
+        let _guard = assert_ready!(next.poll());
+        return;
+    }
+    panic!(
+        "every attempt ran past half the handoff timeout ({:?}): the machine is too slow for this test",
+        timeout / 2
+    );
 }
 
 /// A queued future polled again with a different waker must wake the new

@@ -219,3 +219,45 @@ fn a_task_queues_without_spinning_while_a_blocking_thread_waits() {
     drop(again);
     drop(held);
 }
+
+/// Seed 003: a newcomer that finds a handoff pending does not spin at all
+/// (a spinner cannot win against the bit, so spinning only burns a CPU); it
+/// queues at once behind the head that demanded the lock. Counted on the
+/// lock: the newcomer's spin phase ends before its first poll, as
+/// `SpinHandoff`, never as a spin that gave up.
+#[cfg(all(feature = "stats", not(feature = "no-spin")))]
+#[test]
+fn a_newcomer_facing_a_pending_handoff_queues_without_spinning() {
+    let lock = Arc::new(Mutex::new(0));
+    let held = lock.try_lock().unwrap();
+    let mut overdue = tokio_test::task::spawn(lock.lock());
+    assert!(overdue.poll().is_pending());
+    std::thread::sleep(hybrid_sync::tuning().handoff_timeout * 3);
+    // Polled again, past the timeout and with the lock held, the head
+    // demands the lock (under `fair` it is owed the lock anyway).
+    assert!(overdue.poll().is_pending());
+    assert!(cfg!(feature = "fair") || lock.__describe().contains("handoff"), "{}", lock.__describe());
+    let before = lock.stats();
+    let newcomer = std::thread::spawn({
+        let lock = Arc::clone(&lock);
+        move || *lock.blocking_lock() += 1
+    });
+    let start = std::time::Instant::now();
+    while lock.stats().since(&before).parks() < 1 {
+        assert!(start.elapsed() < Duration::from_secs(20), "the newcomer never queued");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let period = lock.stats().since(&before);
+    assert_eq!(period.event(Event::SpinGiveUp), 0, "the newcomer spun on a pending handoff: {period}");
+    assert_eq!(period.event(Event::SpinHandoff), 1, "{period}");
+    // The release hands the lock to the head, then the newcomer gets it.
+    drop(held);
+    let mut guard = match overdue.poll() {
+        std::task::Poll::Ready(guard) => guard,
+        std::task::Poll::Pending => panic!("the release did not hand the lock to the head"),
+    };
+    *guard += 1;
+    drop(guard);
+    newcomer.join().unwrap();
+    assert_eq!(*lock.try_lock().unwrap(), 2);
+}

@@ -652,6 +652,17 @@ mod tests {
             Spin::Handoff
         );
         assert_eq!(polls, 1);
+        // So does one that appears mid-spin: the poll that sees it is the
+        // last (unless a preemption ran the budget out before it).
+        let mut polls = 0;
+        let outcome = spin(0x11_0000, 4_000, || {
+            polls += 1;
+            if polls < 3 { Probe::Held(polls) } else { Probe::Handoff }
+        });
+        assert!(
+            (outcome, polls) == (Spin::Handoff, 3) || (outcome == Spin::GaveUp && polls < 3),
+            "{outcome:?} after {polls} polls"
+        );
 
         // A lock that is never released: spinning gives up and the slot
         // learns it, so the next spin on it is only a probe...

@@ -298,10 +298,12 @@ impl Waiter {
         self.task.with_mut(|t| unsafe { (*t).take() })
     }
 
-    /// Records now as the start of the node's wait, unless it has queued
-    /// before (a node keeps its place in time across lost wakeups). Its
-    /// owner calls this before taking the queue lock, so the clock is not
-    /// read while others wait for that lock.
+    /// Records now as the start of the node's wait. Called once per node,
+    /// before it first queues (`RawRwLock::lock_contended`); the stamp then
+    /// holds across lost wakeups and requeues, so the wait it bounds is the
+    /// whole wait, and a stamp already made is never replaced. Its owner
+    /// calls this before taking the queue lock, so the clock is not read
+    /// while others wait for that lock.
     ///
     /// # Safety
     /// By the node's owner while the node is not linked (Invariant 3).

@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::task::{Context, Wake, Waker};
+use std::task::{Context, Poll, Wake, Waker};
 
 use hybrid_sync::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use tokio_test::task::{Spawn, spawn};
@@ -59,20 +59,38 @@ fn debug_prints_locked() {
     drop(g);
 }
 
-#[test]
-fn readers_queued_behind_a_writer_are_let_in_together() {
+/// `n` readers queue behind a held write lock, and a writer behind them: the
+/// release lets every reader in, together, and the writer only after them.
+fn readers_behind_a_writer_are_let_in_together(n: usize) {
     let lock = RwLock::new(0);
     let w = lock.try_write().unwrap();
-    let mut readers: Vec<_> = (0..3).map(|_| spawn(lock.read())).collect();
+    let mut readers: Vec<_> = (0..n).map(|_| spawn(lock.read())).collect();
     for r in &mut readers {
         assert_pending!(r.poll());
     }
+    let mut writer = spawn(lock.write());
+    assert_pending!(writer.poll());
     drop(w);
-    for r in &mut readers {
-        assert!(r.is_woken());
-    }
+    let woken = readers.iter().filter(|r| r.is_woken()).count();
+    assert_eq!(woken, n, "a release let in {woken} of the {n} queued readers");
     let guards: Vec<_> = readers.iter_mut().map(|r| assert_ready!(r.poll())).collect();
-    assert_eq!(guards.len(), 3);
+    assert!(!writer.is_woken(), "the writer behind the readers woke while they hold the lock");
+    drop(guards);
+    assert!(writer.is_woken());
+    let _guard = assert_ready!(writer.poll());
+}
+
+#[test]
+fn readers_queued_behind_a_writer_are_let_in_together() {
+    readers_behind_a_writer_are_let_in_together(3);
+}
+
+/// A run of queued readers longer than one round of wakeups (the lock wakes
+/// at most 32 tasks per queue-lock hold, as tokio does) is let in whole, in
+/// rounds: woken (default) or granted (`fair`), every one of them.
+#[test]
+fn a_run_of_readers_longer_than_a_wake_batch_is_let_in_whole() {
+    readers_behind_a_writer_are_let_in_together(100);
 }
 
 #[test]
@@ -411,6 +429,45 @@ fn downgrade_then_drop_leaves_the_lock_free() {
 
 // --- cancellation at every point -------------------------------------------
 
+/// Owned guards hold a clone of the lock's `Arc` and give it back when
+/// dropped, through every map, downgrade and `into_mapped`.
+#[test]
+fn owned_guards_give_their_arc_back() {
+    use hybrid_sync::{OwnedMutexGuard, OwnedRwLockWriteGuard};
+    let rw = Arc::new(RwLock::new((0, 0)));
+    let m = Arc::new(Mutex::new((0, 0)));
+    let count =
+        |rw: &Arc<RwLock<(i32, i32)>>, m: &Arc<Mutex<(i32, i32)>>| (Arc::strong_count(rw), Arc::strong_count(m));
+    {
+        let r = Arc::clone(&rw).try_read_owned().unwrap();
+        let r = hybrid_sync::OwnedRwLockReadGuard::map(r, |v| &v.0);
+        assert_eq!(count(&rw, &m), (2, 1));
+        drop(r);
+        let w = Arc::clone(&rw).try_write_owned().unwrap();
+        let w = OwnedRwLockWriteGuard::downgrade(w);
+        drop(w);
+        let w = Arc::clone(&rw).try_write_owned().unwrap();
+        let w = OwnedRwLockWriteGuard::into_mapped(w);
+        drop(w);
+        let w = Arc::clone(&rw).try_write_owned().unwrap();
+        let w = OwnedRwLockWriteGuard::map(w, |v| &mut v.1);
+        assert_eq!(count(&rw, &m), (2, 1));
+        drop(w);
+        let w = Arc::clone(&rw).try_write_owned().unwrap();
+        let w = OwnedRwLockWriteGuard::downgrade_map(w, |v| &v.0);
+        drop(w);
+        let g = Arc::clone(&m).try_lock_owned().unwrap();
+        let g = OwnedMutexGuard::map(g, |v| &mut v.0);
+        assert_eq!(count(&rw, &m), (1, 2));
+        drop(g);
+        let g = futures::executor::block_on(Arc::clone(&m).lock_owned());
+        drop(g);
+        let g = Arc::clone(&m).blocking_lock_owned();
+        drop(g);
+    }
+    assert_eq!(count(&rw, &m), (1, 1), "an owned guard kept its Arc");
+}
+
 #[test]
 fn never_polled_futures_can_be_dropped() {
     let lock = Arc::new(RwLock::new(0));
@@ -634,6 +691,200 @@ fn a_dropped_head_takes_its_handoff_demand_along() {
     );
 }
 
+/// The barging audit: a woken head that cannot get to the lock (a task not
+/// yet polled, a thread waiting for a CPU) cannot demand its handoff itself,
+/// so now and then (one barge in 64 per thread) a barger looks at the head
+/// and, finding it overdue, demands the handoff for it and stays out itself.
+#[test]
+#[cfg_attr(miri, ignore = "needs a waiter past the handoff timeout, by the real clock")]
+fn bargers_demand_the_handoff_for_an_overdue_head_that_cannot_run() {
+    if FAIR {
+        return; // nobody barges
+    }
+    let _default_timeout = TIMEOUT.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let m = Mutex::new(0);
+    let g = m.try_lock().unwrap();
+    let mut head = spawn(m.lock());
+    assert_pending!(head.poll());
+    drop(g);
+    assert!(head.is_woken());
+    // The woken head is never polled: it cannot claim its turn.
+    std::thread::sleep(hybrid_sync::tuning().handoff_timeout * 3);
+    let mut barges = 0;
+    while let Ok(barger) = m.try_lock() {
+        drop(barger);
+        barges += 1;
+        assert!(barges <= 64, "64 barges past an overdue head and none demanded its handoff");
+    }
+    assert!(m.__describe().contains("handoff"), "{}", m.__describe());
+    let _guard = assert_ready!(head.poll());
+}
+
+/// Sets the handoff timeout to `timeout` for one test (serialized with the
+/// others that depend on it by [`TIMEOUT`]) and back to the default on drop.
+struct HandoffTimeout(#[allow(dead_code)] std::sync::MutexGuard<'static, ()>);
+
+fn handoff_timeout(timeout: std::time::Duration) -> HandoffTimeout {
+    let held = TIMEOUT.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    hybrid_sync::__testing::set_handoff_timeout(Some(timeout));
+    HandoffTimeout(held)
+}
+
+impl Drop for HandoffTimeout {
+    fn drop(&mut self) {
+        hybrid_sync::__testing::set_handoff_timeout(None);
+    }
+}
+
+/// The timeout of the handoff-spacing tests below: long enough to tell its
+/// gaps (a handoff gap is an eighth of it, a claim gap a thirty-second) from
+/// the timeout itself, and the gaps from a test's own steps, on a busy
+/// machine.
+const SPACING_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(160);
+
+/// Runs a handoff-spacing test (none under `fair`, where every release
+/// grants and nothing is due or spaced) with the handoff timeout at
+/// [`SPACING_TIMEOUT`]: `attempt` until it is conclusive, at most 10 times.
+/// `attempt` gets `slow`, which says whether the step it times (from the
+/// instant it passes) took `budget` or longer, and returns `false` to be
+/// tried again.
+fn spacing_test(
+    budget: std::time::Duration,
+    what: &str,
+    mut attempt: impl FnMut(&dyn Fn(std::time::Instant) -> bool) -> bool,
+) {
+    if FAIR {
+        return;
+    }
+    let _timeout = handoff_timeout(SPACING_TIMEOUT);
+    for _ in 0..10 {
+        if attempt(&|since| since.elapsed() >= budget) {
+            return;
+        }
+    }
+    panic!("every attempt ran past {what} ({budget:?}): the machine is too slow for this test");
+}
+
+/// Sleeps until every waiter queued before is past [`SPACING_TIMEOUT`].
+fn sleep_until_overdue() {
+    std::thread::sleep(SPACING_TIMEOUT + SPACING_TIMEOUT / 4);
+}
+
+/// How each spacing test ends: the released lock went to a newcomer, not to
+/// the queue's head, which was woken instead and gets the lock next.
+fn the_newcomer_went_first<'a>(
+    m: &Mutex<i32>,
+    newcomer: Result<MutexGuard<'a, i32>, hybrid_sync::TryLockError>,
+    head: &mut Spawn<impl Future<Output = MutexGuard<'a, i32>>>,
+    what: &str,
+) {
+    assert!(newcomer.is_ok(), "{what}: {}", m.__describe());
+    drop(newcomer);
+    assert!(head.is_woken());
+    let _guard = assert_ready!(head.poll());
+}
+
+/// One handoff per gap: after a release hands the lock to an overdue head,
+/// the next waiter, overdue too, is not due again before a handoff gap
+/// (20 ms here) has passed, so a newcomer may still take the lock released
+/// within it. Without the gap a queue of overdue waiters drains by handoffs
+/// alone, one wakeup at a time.
+#[test]
+#[cfg_attr(miri, ignore = "needs waiters past the handoff timeout, by the real clock")]
+fn a_handoff_spaces_out_the_next_one() {
+    spacing_test(SPACING_TIMEOUT / 16, "half the handoff gap", |slow| {
+        let m = Mutex::new(0);
+        let g = m.try_lock().unwrap();
+        let mut first = spawn(m.lock());
+        let mut second = spawn(m.lock());
+        assert_pending!(first.poll());
+        assert_pending!(second.poll());
+        sleep_until_overdue();
+        drop(g);
+        let handed = std::time::Instant::now();
+        drop(assert_ready!(first.poll()));
+        let newcomer = m.try_lock();
+        if slow(handed) {
+            return false; // the gap may have passed: inconclusive
+        }
+        let what = "the overdue waiter behind a handoff was handed the lock at once";
+        the_newcomer_went_first(&m, newcomer, &mut second, what);
+        true
+    });
+}
+
+/// A handoff spaces the next one out by moving the next waiter's wait
+/// forward, never back: a waiter that queued just now stays due a whole
+/// timeout after it queued, not a gap after the handoff.
+#[test]
+#[cfg_attr(miri, ignore = "needs one waiter past the handoff timeout and one well within it, by the real clock")]
+fn the_handoff_gap_never_makes_a_fresh_waiter_due_sooner() {
+    spacing_test(SPACING_TIMEOUT / 2, "half the handoff timeout", |slow| {
+        let m = Mutex::new(0);
+        let g = m.try_lock().unwrap();
+        let mut overdue = spawn(m.lock());
+        assert_pending!(overdue.poll());
+        sleep_until_overdue();
+        let mut fresh = spawn(m.lock());
+        let queued = std::time::Instant::now();
+        assert_pending!(fresh.poll());
+        // The overdue head is handed the lock and the fresh waiter becomes
+        // the head; a gap and a half later it is still not due.
+        drop(g);
+        let held = assert_ready!(overdue.poll());
+        std::thread::sleep(SPACING_TIMEOUT / 8 + SPACING_TIMEOUT / 16);
+        drop(held);
+        let newcomer = m.try_lock();
+        if slow(queued) {
+            return false; // the fresh waiter may have come due itself: inconclusive
+        }
+        the_newcomer_went_first(
+            &m,
+            newcomer,
+            &mut fresh,
+            "a waiter that queued within the timeout was handed the lock",
+        );
+        true
+    });
+}
+
+/// An overdue thread at the head is woken to claim its turn itself rather
+/// than handed the lock while it sleeps; taking the lock that way is a
+/// handoff too, and spaces the next one out by a claim gap (5 ms here): the
+/// overdue task behind it is not handed a lock released within that gap.
+#[test]
+#[cfg_attr(miri, ignore = "needs waiters past the handoff timeout, by the real clock")]
+fn an_overdue_thread_claiming_its_turn_spaces_out_the_next_handoff() {
+    spacing_test(SPACING_TIMEOUT / 64, "half the claim gap", |slow| {
+        let m = Arc::new(Mutex::new(0));
+        let g = m.try_lock().unwrap();
+        let thread = std::thread::spawn({
+            let m = Arc::clone(&m);
+            move || {
+                let mut guard = m.blocking_lock();
+                *guard += 1;
+                drop(guard);
+                std::time::Instant::now()
+            }
+        });
+        while !m.__describe().contains("(wakes thread)") {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let mut task = spawn(m.lock());
+        assert_pending!(task.poll());
+        sleep_until_overdue();
+        drop(g);
+        let released = thread.join().unwrap();
+        let newcomer = m.try_lock();
+        if slow(released) {
+            return false; // the claim gap may have passed: inconclusive
+        }
+        let what = "the overdue task behind a claimed turn was handed the lock at once";
+        the_newcomer_went_first(&m, newcomer, &mut task, what);
+        true
+    });
+}
+
 /// A queued future polled again with a different waker must wake the new
 /// one (futures moved between tasks or `select!` arms).
 #[test]
@@ -677,6 +928,41 @@ fn a_waker_may_reenter_the_lock_when_dropped_or_woken() {
     assert!(fut.as_mut().poll(&mut Context::from_waker(&w2)).is_pending());
     drop(g); // wakes w2 after the queue lock is released
     assert!(fut.as_mut().poll(&mut Context::from_waker(&w2)).is_ready());
+}
+
+/// A waker that panics (a bug in someone's executor) fails the release that
+/// woke it, but not the other waiters woken in the same round: each is still
+/// woken, and the lock stays usable.
+#[test]
+fn a_panicking_waker_does_not_cost_the_others_their_wakeup() {
+    struct Panics;
+    impl Wake for Panics {
+        fn wake(self: Arc<Self>) {
+            panic!("this waker panics");
+        }
+    }
+    let lock = RwLock::new(0);
+    let g = lock.try_write().unwrap();
+    let mut first = Box::pin(lock.read());
+    let panics = Waker::from(Arc::new(Panics));
+    assert!(first.as_mut().poll(&mut Context::from_waker(&panics)).is_pending());
+    let mut others: Vec<_> = (0..3).map(|_| spawn(lock.read())).collect();
+    for r in &mut others {
+        assert_pending!(r.poll());
+    }
+    let release = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(g)));
+    assert!(release.is_err(), "the panicking waker was not woken");
+    for (i, r) in others.iter_mut().enumerate() {
+        assert!(r.is_woken(), "reader {i} behind the panicking waker was not woken");
+        drop(assert_ready!(r.poll()));
+    }
+    let noop = Waker::noop();
+    let Poll::Ready(guard) = first.as_mut().poll(&mut Context::from_waker(noop)) else {
+        panic!("the reader whose waker panicked lost its turn");
+    };
+    drop(guard);
+    drop(first);
+    assert!(lock.try_write().is_ok(), "the lock is left held");
 }
 
 /// tokio#6450 / async-lock#91: one task with two pending lock futures, the
@@ -731,6 +1017,25 @@ async fn spent_budget_yields_even_on_a_free_lock_and_a_drop_frees_it() {
 
 /// How many times `acquire` succeeds in a row within one poll of the
 /// calling task, starting from a fresh coop budget.
+/// A queued future that gets the lock (granted, or woken and winning) when
+/// its task's coop budget is spent holds the lock but yields; dropped then,
+/// it releases the lock it never returned.
+#[tokio::test]
+async fn a_queued_future_out_of_budget_when_it_gets_the_lock_frees_it_when_dropped() {
+    use futures::FutureExt;
+    let m = Arc::new(Mutex::new(()));
+    let g = m.try_lock().unwrap();
+    let mut t = spawn(Arc::clone(&m).lock_owned());
+    assert_pending!(t.poll());
+    drop(g);
+    assert!(t.is_woken());
+    while tokio::task::coop::consume_budget().now_or_never().is_some() {}
+    assert_pending!(t.poll());
+    assert!(m.try_lock().is_err(), "the queued future did not take the lock before yielding");
+    drop(t);
+    assert!(m.try_lock().is_ok(), "a dropped future kept the lock it took");
+}
+
 async fn acquisitions_per_budget(mut acquire: impl FnMut() -> bool) -> usize {
     // A yield ends this poll of the task; the next one starts with a full
     // budget.

@@ -261,3 +261,26 @@ fn a_newcomer_facing_a_pending_handoff_queues_without_spinning() {
     newcomer.join().unwrap();
     assert_eq!(*lock.try_lock().unwrap(), 2);
 }
+
+/// On a current-thread runtime the owner of a held lock can only run on the
+/// thread a waiting task would spin on: the task queues at once, without
+/// spinning (a spin there could only ever give up).
+#[cfg(all(feature = "stats", not(feature = "no-spin")))]
+#[test]
+fn a_task_on_a_current_thread_runtime_queues_without_spinning() {
+    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let lock = Mutex::new(0);
+    rt.block_on(async {
+        let held = lock.lock().await;
+        let before = lock.stats();
+        let mut waiting = tokio_test::task::spawn(lock.lock());
+        assert!(waiting.poll().is_pending(), "the held lock was taken");
+        let period = lock.stats().since(&before);
+        assert_eq!(period.event(Event::Contended), 1, "{period}");
+        assert_eq!(period.spins(), 0, "a task spun on a current-thread runtime: {period}");
+        drop(held);
+        assert!(waiting.is_woken());
+        *waiting.await += 1;
+    });
+    assert_eq!(*lock.try_lock().unwrap(), 1);
+}

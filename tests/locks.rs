@@ -223,20 +223,28 @@ fn a_woken_task_that_keeps_losing_to_bargers_gets_the_next_release() {
     });
 }
 
+/// `first` and then `second` queue behind the guard `held`; its release
+/// wakes (or hands the lock to) `first`, the head, and leaves `second` queued.
+fn queue_two_and_release<A: Future<Output: std::fmt::Debug>, B: Future<Output: std::fmt::Debug>>(
+    held: impl Sized,
+    first: A,
+    second: B,
+) -> (Spawn<A>, Spawn<B>) {
+    let (mut first, mut second) = (spawn(first), spawn(second));
+    assert_pending!(first.poll());
+    assert_pending!(second.poll());
+    drop(held);
+    assert!(first.is_woken());
+    (first, second)
+}
+
 /// A writer holds `lock` while a reader and then a writer queue behind it;
 /// its release licenses the reader at the head (wakes it to take the lock
 /// when it runs, unlinked) and leaves the writer queued.
 fn license_a_reader_ahead_of_a_writer(
     lock: &RwLock<i32>,
 ) -> (Spawn<impl Future<Output = RwLockReadGuard<'_, i32>>>, Spawn<impl Future<Output = RwLockWriteGuard<'_, i32>>>) {
-    let g = lock.try_write().unwrap();
-    let mut reader = spawn(lock.read());
-    let mut writer = spawn(lock.write());
-    assert_pending!(reader.poll());
-    assert_pending!(writer.poll());
-    drop(g);
-    assert!(reader.is_woken());
-    (reader, writer)
+    queue_two_and_release(lock.try_write().unwrap(), lock.read(), lock.write())
 }
 
 /// A newcomer's `try_write`, which the default lets take a free lock ahead
@@ -575,13 +583,7 @@ fn dropping_a_queued_non_head_changes_nothing() {
 #[test]
 fn dropping_a_woken_head_passes_the_wakeup_on() {
     let m = Mutex::new(());
-    let g = m.try_lock().unwrap();
-    let mut a = spawn(m.lock());
-    let mut b = spawn(m.lock());
-    assert_pending!(a.poll());
-    assert_pending!(b.poll());
-    drop(g);
-    assert!(a.is_woken());
+    let (a, mut b) = queue_two_and_release(m.try_lock().unwrap(), m.lock(), m.lock());
     drop(a);
     assert!(b.is_woken());
     let _guard = assert_ready!(b.poll());

@@ -19,7 +19,7 @@
 //! only with each other, never with an `Instant` (user deadlines and timed
 //! parks stay on `Instant`), so the TSC's drift against the system clock
 //! does not matter: a 1 ms timeout stays 1 ms to within the calibration's
-//! error, about one part in ten thousand (the unit test measures it).
+//! error, about one part in ten thousand (the unit test holds it to 1%).
 //!
 //! ```text
 //!   first reading             CALIBRATION_NS later        from then on

@@ -6,6 +6,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+use std::sync::mpsc::RecvTimeoutError;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -49,13 +50,32 @@ fn const_init() {
     assert_eq!(*COUNT.lock(), 1);
 }
 
+/// Runs `wait` on a thread of its own and returns what it returned, failing
+/// the test if it has not returned within 10 s: a timed wait that never times
+/// out fails here, by name, instead of hanging the suite.
+#[track_caller]
+fn within_10s<T: Send + 'static>(what: &str, wait: impl FnOnce() -> T + Send + 'static) -> T {
+    let (done, result) = std::sync::mpsc::channel();
+    thread::spawn(move || {
+        let _ = done.send(wait());
+    });
+    match result.recv_timeout(Duration::from_secs(10)) {
+        Ok(value) => value,
+        Err(RecvTimeoutError::Timeout) => panic!("{what} had not returned after 10 s"),
+        Err(RecvTimeoutError::Disconnected) => panic!("{what} panicked"),
+    }
+}
+
 #[test]
 fn timed_locks_time_out_and_succeed() {
     let l = Arc::new(RwLock::new(0));
     let held = l.write();
     let t = Instant::now();
-    assert!(l.try_read_for(Duration::from_millis(30)).is_none());
-    assert!(l.try_write_for(Duration::from_millis(30)).is_none());
+    let l2 = l.clone();
+    assert!(within_10s("try_read_for(30 ms)", move || l2.try_read_for(Duration::from_millis(30)).is_none()));
+    let l2 = l.clone();
+    let until = Instant::now() + Duration::from_millis(30);
+    assert!(within_10s("try_write_until(30 ms)", move || l2.try_write_until(until).is_none()));
     assert!(t.elapsed() >= Duration::from_millis(60));
     // A waiter that times out leaves the queue: the lock is then free for
     // everyone, with no WAITERS left behind.
@@ -71,10 +91,25 @@ fn timed_locks_time_out_and_succeed() {
     assert!(waiter.join().unwrap());
     assert_eq!(*l.read(), 1);
 
-    let m = Mutex::new(());
+    // Timed reads join readers, as a timed read: a reader inside, the
+    // lock is shared, not exclusive, until both leave.
+    let reader = l.read();
+    let l2 = l.clone();
+    within_10s("try_read_until beside a reader", move || {
+        let second = l2.try_read_until(Instant::now() + Duration::from_secs(5)).expect("a second reader waits");
+        assert!(!l2.is_locked_exclusive(), "a timed read took the lock exclusively");
+        assert!(l2.try_read_for(Duration::from_secs(5)).is_some(), "a third reader waits");
+        drop(second);
+    });
+    drop(reader);
+
+    let m = Arc::new(Mutex::new(()));
     let g = m.lock();
-    assert!(m.try_lock_for(Duration::from_millis(10)).is_none());
-    assert!(m.try_lock_until(Instant::now() + Duration::from_millis(10)).is_none());
+    let m2 = m.clone();
+    assert!(within_10s("try_lock_for(10 ms)", move || m2.try_lock_for(Duration::from_millis(10)).is_none()));
+    let m2 = m.clone();
+    let until = Instant::now() + Duration::from_millis(10);
+    assert!(within_10s("try_lock_until(10 ms)", move || m2.try_lock_until(until).is_none()));
     drop(g);
     assert!(m.try_lock_for(Duration::from_millis(10)).is_some());
     // An absurd timeout does not overflow.
@@ -148,35 +183,94 @@ fn threads_hammer_the_mutex() {
 #[test]
 fn unlock_fair_hands_the_lock_to_the_queued_thread() {
     let m = Arc::new(Mutex::new(0));
-    let release = Arc::new(AtomicBool::new(false));
-    for _ in 0..3 {
-        let g = m.lock();
-        release.store(false, SeqCst);
-        let waiter = thread::spawn({
-            let (m, release) = (Arc::clone(&m), Arc::clone(&release));
-            move || {
-                let mut g = m.lock();
-                *g += 1;
-                while !release.load(SeqCst) {
-                    thread::yield_now();
-                }
-            }
-        });
-        // Unlock as soon as the waiter has queued, well before it would be
-        // due a handoff by its wait alone: this unlock is what must hand over.
-        let start = Instant::now();
-        // SAFETY: only read, for its Debug output.
-        while !format!("{:?}", unsafe { m.raw() }).contains("waiters") {
-            assert!(start.elapsed() < Duration::from_secs(20), "the waiter never queued");
+    hands_over_on_unlock_fair(&m);
+    assert_eq!(*m.lock(), 3);
+    let l = Arc::new(RwLock::new(0));
+    hands_over_on_unlock_fair(&l);
+    assert_eq!(*l.read(), 3);
+}
+
+/// The exclusive side of a lock_api lock, for `hands_over_on_unlock_fair`.
+trait FairUnlock: Send + Sync + 'static {
+    /// Takes the lock, runs `meanwhile`, and releases it with `unlock_fair`.
+    fn hold_then_unlock_fair(&self, meanwhile: impl FnOnce());
+    /// Takes the lock, adds one to the value, and keeps the lock until
+    /// `release` is set.
+    fn add_one_and_hold(&self, release: &AtomicBool);
+    /// Whether the raw lock shows queued waiters.
+    fn has_waiters(&self) -> bool;
+    /// Whether a newcomer is kept out (every try fails).
+    fn shut_out(&self) -> bool;
+}
+
+impl FairUnlock for Mutex<i32> {
+    fn hold_then_unlock_fair(&self, meanwhile: impl FnOnce()) {
+        let g = self.lock();
+        meanwhile();
+        lock_api::MutexGuard::unlock_fair(g);
+    }
+    fn add_one_and_hold(&self, release: &AtomicBool) {
+        let mut g = self.lock();
+        *g += 1;
+        while !release.load(SeqCst) {
             thread::yield_now();
         }
-        lock_api::MutexGuard::unlock_fair(g);
-        // SAFETY: only read, for its Debug output.
-        let raw = unsafe { m.raw() };
-        assert!(m.is_locked(), "unlock_fair did not hand the lock over: {raw:?}");
-        assert!(m.try_lock().is_none());
-        release.store(true, SeqCst);
-        waiter.join().unwrap();
     }
-    assert_eq!(*m.lock(), 3);
+    fn has_waiters(&self) -> bool {
+        // SAFETY: only read, for its Debug output.
+        format!("{:?}", unsafe { self.raw() }).contains("waiters")
+    }
+    fn shut_out(&self) -> bool {
+        self.try_lock().is_none()
+    }
+}
+
+impl FairUnlock for RwLock<i32> {
+    fn hold_then_unlock_fair(&self, meanwhile: impl FnOnce()) {
+        let g = self.write();
+        meanwhile();
+        lock_api::RwLockWriteGuard::unlock_fair(g);
+    }
+    fn add_one_and_hold(&self, release: &AtomicBool) {
+        let mut g = self.write();
+        *g += 1;
+        while !release.load(SeqCst) {
+            thread::yield_now();
+        }
+    }
+    fn has_waiters(&self) -> bool {
+        // SAFETY: only read, for its Debug output.
+        format!("{:?}", unsafe { self.raw() }).contains("waiters")
+    }
+    fn shut_out(&self) -> bool {
+        self.try_read().is_none() && self.try_write().is_none()
+    }
+}
+
+/// Three rounds of: hold the lock, let a thread queue behind it to add one
+/// (and hold on), release with `unlock_fair`, and check that nobody else can
+/// take the lock meanwhile.
+fn hands_over_on_unlock_fair<L: FairUnlock>(lock: &Arc<L>) {
+    let release = Arc::new(AtomicBool::new(false));
+    for _ in 0..3 {
+        release.store(false, SeqCst);
+        let mut waiter = None;
+        lock.hold_then_unlock_fair(|| {
+            waiter = Some(thread::spawn({
+                let (lock, release) = (Arc::clone(lock), Arc::clone(&release));
+                move || lock.add_one_and_hold(&release)
+            }));
+            // Unlock as soon as the waiter has queued, well before it would
+            // be due a handoff by its wait alone: this unlock is what must
+            // hand over.
+            let start = Instant::now();
+            while !lock.has_waiters() {
+                assert!(start.elapsed() < Duration::from_secs(20), "the waiter never queued");
+                thread::yield_now();
+            }
+        });
+        assert!(lock.shut_out(), "unlock_fair did not hand the lock over");
+        release.store(true, SeqCst);
+        waiter.expect("spawned").join().unwrap();
+    }
 }

@@ -32,10 +32,31 @@ fn sizes() {
 
 #[test]
 fn tuning_reports_the_build() {
-    let t = hybrid_sync::tuning();
+    let t = {
+        let _default_timeout = TIMEOUT.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        hybrid_sync::tuning()
+    };
     assert_eq!(t.fair, FAIR);
     assert_eq!(t.spin, !cfg!(feature = "no-spin"));
-    assert!(t.to_string().starts_with("hybrid-sync:"));
+    let order = if FAIR { "order=fifo " } else { "order=barging+handoff " };
+    assert!(t.to_string().starts_with(&format!("hybrid-sync: {order}")), "{t}");
+    // Of the handoff presets, the shortest enabled one wins (config.rs,
+    // "Precedence"): `--all-features` enables both.
+    let timeout = if cfg!(feature = "handoff-250us") {
+        std::time::Duration::from_micros(250)
+    } else if cfg!(feature = "handoff-4ms") {
+        std::time::Duration::from_millis(4)
+    } else {
+        std::time::Duration::from_millis(1)
+    };
+    assert_eq!(t.handoff_timeout, timeout);
+    assert!(t.per_address_backoff && t.to_string().contains(" backoff=per-address "), "{t}");
+    // The seed-000 baseline's switch shows too (it changes only how spinners
+    // learn their pace, which no test here depends on).
+    hybrid_sync::__testing::set_per_address_backoff(false);
+    let per_thread = hybrid_sync::tuning();
+    hybrid_sync::__testing::set_per_address_backoff(true);
+    assert!(!per_thread.per_address_backoff && per_thread.to_string().contains(" backoff=per-thread "), "{per_thread}");
     // Three queued threads per CPU make a crowd, where the census counts
     // that far (15, so up to 5 CPUs).
     let cpus = std::thread::available_parallelism().map_or(usize::MAX, |n| n.get());
@@ -395,6 +416,20 @@ fn a_licensed_reader_finding_the_lock_full_queues_again() {
 #[should_panic(expected = "a RwLock may not be created with more than 536870911 readers")]
 fn too_many_max_readers() {
     RwLock::with_max_readers((), (u32::MAX >> 3) + 1);
+}
+
+/// tokio's largest limit, `u32::MAX >> 3`, is accepted (the lock word counts
+/// fewer readers and caps it there: the crate docs' differences).
+#[test]
+fn tokios_largest_max_readers_is_accepted() {
+    static LOCK: RwLock<i32> = RwLock::const_with_max_readers(1, u32::MAX >> 3);
+    let lock = RwLock::with_max_readers(1, u32::MAX >> 3);
+    for lock in [&LOCK, &lock] {
+        let readers: Vec<_> = (0..3).map(|_| lock.try_read().unwrap()).collect();
+        assert!(lock.try_write().is_err());
+        drop(readers);
+        *lock.try_write().unwrap() += 1;
+    }
 }
 
 #[test]
@@ -850,6 +885,31 @@ fn the_handoff_gap_never_makes_a_fresh_waiter_due_sooner() {
     });
 }
 
+/// The claim-gap tests' set-up: a thread, then a task, queue behind the
+/// holder of `m` until both are overdue; the holder releases, and the thread,
+/// woken at the head, claims its overdue turn and releases in turn. Returns
+/// the task, woken by that release, and when the thread released.
+fn a_task_behind_a_claimed_turn(
+    m: &Arc<Mutex<i32>>,
+) -> (Spawn<impl Future<Output = MutexGuard<'_, i32>>>, std::time::Instant) {
+    let g = m.try_lock().unwrap();
+    let thread = std::thread::spawn({
+        let m = Arc::clone(m);
+        move || {
+            drop(m.blocking_lock());
+            std::time::Instant::now()
+        }
+    });
+    while !m.__describe().contains("(wakes thread)") {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    let mut task = spawn(m.lock());
+    assert_pending!(task.poll());
+    sleep_until_overdue();
+    drop(g);
+    (task, thread.join().unwrap())
+}
+
 /// An overdue thread at the head is woken to claim its turn itself rather
 /// than handed the lock while it sleeps; taking the lock that way is a
 /// handoff too, and spaces the next one out by a claim gap (5 ms here): the
@@ -859,30 +919,45 @@ fn the_handoff_gap_never_makes_a_fresh_waiter_due_sooner() {
 fn an_overdue_thread_claiming_its_turn_spaces_out_the_next_handoff() {
     spacing_test(SPACING_TIMEOUT / 64, "half the claim gap", |slow| {
         let m = Arc::new(Mutex::new(0));
-        let g = m.try_lock().unwrap();
-        let thread = std::thread::spawn({
-            let m = Arc::clone(&m);
-            move || {
-                let mut guard = m.blocking_lock();
-                *guard += 1;
-                drop(guard);
-                std::time::Instant::now()
-            }
-        });
-        while !m.__describe().contains("(wakes thread)") {
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        }
-        let mut task = spawn(m.lock());
-        assert_pending!(task.poll());
-        sleep_until_overdue();
-        drop(g);
-        let released = thread.join().unwrap();
+        let (mut task, released) = a_task_behind_a_claimed_turn(&m);
         let newcomer = m.try_lock();
         if slow(released) {
             return false; // the claim gap may have passed: inconclusive
         }
         let what = "the overdue task behind a claimed turn was handed the lock at once";
         the_newcomer_went_first(&m, newcomer, &mut task, what);
+        true
+    });
+}
+
+/// The other side of the claim gap: it is shorter than a handoff gap. Two
+/// claim gaps after the overdue thread claimed its turn (10 ms here, half a
+/// handoff gap), the overdue task behind it is due again and takes its turn:
+/// the next release is its.
+#[test]
+#[cfg_attr(miri, ignore = "needs waiters past the handoff timeout, by the real clock")]
+fn a_claimed_turn_spaces_the_next_handoff_by_a_claim_gap_only() {
+    spacing_test(SPACING_TIMEOUT * 3 / 32, "three quarters of the handoff gap", |slow| {
+        let m = Arc::new(Mutex::new(0));
+        let (mut task, released) = a_task_behind_a_claimed_turn(&m);
+        let newcomer = m.try_lock().expect("nobody is due within the claim gap");
+        // The task, woken by the thread's release, looks again: due by now,
+        // it claims its turn (a woken head claims it rather than being
+        // handed the lock), so the newcomer's release goes to it.
+        std::thread::sleep((released + SPACING_TIMEOUT / 16).saturating_duration_since(std::time::Instant::now()));
+        assert!(task.is_woken());
+        assert_pending!(task.poll());
+        drop(newcomer);
+        let next = m.try_lock();
+        if slow(released) {
+            return false; // a handoff gap may have passed too: inconclusive
+        }
+        assert!(
+            next.is_err(),
+            "the overdue task did not get its turn two claim gaps after the claimed one: {}",
+            m.__describe()
+        );
+        let _guard = assert_ready!(task.poll());
         true
     });
 }

@@ -53,15 +53,8 @@ fn uncontended_acquisitions_are_counted_and_not_contended() {
 #[test]
 fn a_blocked_thread_counts_a_contended_acquisition_its_wait_and_its_park() {
     let lock = Arc::new(Mutex::new(0));
-    let held = lock.try_lock().unwrap();
-    let waiter = {
-        let lock = Arc::clone(&lock);
-        std::thread::spawn(move || *lock.blocking_lock() += 1)
-    };
     // Long enough that the waiter certainly spins out and parks.
-    std::thread::sleep(Duration::from_millis(50));
-    drop(held);
-    waiter.join().unwrap();
+    a_thread_waits(&lock, Duration::from_millis(50));
     let stats = lock.stats();
     assert_eq!(stats.acquisitions(), 2, "{stats}");
     assert_eq!(stats.contended(), 1, "{stats}");
@@ -70,6 +63,30 @@ fn a_blocked_thread_counts_a_contended_acquisition_its_wait_and_its_park() {
     assert_eq!(stats.parks(), 1, "{stats}");
     assert_eq!(stats.event(Event::Contended), 1, "{stats}");
     assert!(stats.to_string().starts_with("acquisitions 2 contended 1 (50.0%)"), "{stats}");
+
+    // A second, shorter wait: the maximum stays the first, the total adds
+    // both, and the mean is over the two waits, not the four acquisitions.
+    a_thread_waits(&lock, Duration::from_millis(10));
+    let both = lock.stats();
+    let second = both.wait_total() - stats.wait_total();
+    assert_eq!((both.acquisitions(), both.contended()), (4, 2), "{both}");
+    assert!(second >= Duration::from_millis(8), "{both}");
+    assert_eq!(both.wait_max(), stats.wait_max().max(second), "{both}");
+    assert_eq!(both.wait_mean(), both.wait_total() / 2, "{both}");
+}
+
+/// Holds `lock` for `wait` while a thread blocks on it, then lets the thread
+/// in (it adds one) and waits for it to finish.
+#[cfg(feature = "stats")]
+fn a_thread_waits(lock: &Arc<Mutex<i32>>, wait: Duration) {
+    let held = lock.try_lock().unwrap();
+    let waiter = {
+        let lock = Arc::clone(lock);
+        std::thread::spawn(move || *lock.blocking_lock() += 1)
+    };
+    std::thread::sleep(wait);
+    drop(held);
+    waiter.join().unwrap();
 }
 
 #[cfg(feature = "stats")]
@@ -237,6 +254,8 @@ fn a_newcomer_facing_a_pending_handoff_queues_without_spinning() {
     // demands the lock (under `fair` it is owed the lock anyway).
     assert!(overdue.poll().is_pending());
     assert!(cfg!(feature = "fair") || lock.__describe().contains("handoff"), "{}", lock.__describe());
+    // Counted as a handoff before any release grants one.
+    assert!(cfg!(feature = "fair") || lock.stats().handoffs() == 1, "{}", lock.stats());
     let before = lock.stats();
     let newcomer = std::thread::spawn({
         let lock = Arc::clone(&lock);

@@ -180,6 +180,18 @@ impl Drop for TimeoutNotDue {
     }
 }
 
+/// Queues a task behind a holder of `m`, and releases: returns the task,
+/// woken at the head of the queue (under `fair`, granted the lock), not yet
+/// polled again.
+fn woken_head(m: &Mutex<i32>) -> Spawn<impl Future<Output = MutexGuard<'_, i32>>> {
+    let g = m.try_lock().unwrap();
+    let mut head = spawn(m.lock());
+    assert_pending!(head.poll());
+    drop(g);
+    assert!(head.is_woken());
+    head
+}
+
 /// By default a release wakes the queued writer to compete instead of handing
 /// it the lock, so a running thread may take the lock first (barging); the
 /// woken writer then waits again, keeping its place. Under `fair` the release
@@ -188,11 +200,7 @@ impl Drop for TimeoutNotDue {
 fn release_wakes_head_to_compete_or_hands_off_under_fair() {
     retry_if_slow(|slow| {
         let m = Mutex::new(0);
-        let g = m.try_lock().unwrap();
-        let mut head = spawn(m.lock());
-        assert_pending!(head.poll());
-        drop(g);
-        assert!(head.is_woken());
+        let mut head = woken_head(&m);
         match m.try_lock() {
             Ok(barger) => {
                 assert!(!FAIR, "fair must not let a newcomer overtake");
@@ -740,13 +748,16 @@ fn bargers_demand_the_handoff_for_an_overdue_head_that_cannot_run() {
     }
     let _default_timeout = TIMEOUT.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let m = Mutex::new(0);
-    let g = m.try_lock().unwrap();
-    let mut head = spawn(m.lock());
-    assert_pending!(head.poll());
-    drop(g);
-    assert!(head.is_woken());
+    let mut head = woken_head(&m);
     // The woken head is never polled: it cannot claim its turn.
     std::thread::sleep(hybrid_sync::tuning().handoff_timeout * 3);
+    barge_until_a_handoff_is_demanded(&m);
+    let _guard = assert_ready!(head.poll());
+}
+
+/// Takes and releases `m` as a newcomer until one of the barges finds the
+/// lock owed to a waiter (`HANDOFF`): at most 64, one barging audit's worth.
+fn barge_until_a_handoff_is_demanded(m: &Mutex<i32>) {
     let mut barges = 0;
     while let Ok(barger) = m.try_lock() {
         drop(barger);
@@ -754,7 +765,31 @@ fn bargers_demand_the_handoff_for_an_overdue_head_that_cannot_run() {
         assert!(barges <= 64, "64 barges past an overdue head and none demanded its handoff");
     }
     assert!(m.__describe().contains("handoff"), "{}", m.__describe());
-    let _guard = assert_ready!(head.poll());
+}
+
+/// The handoff that bargers demand for a woken head is that head's alone:
+/// once it has taken the lock, the bit is gone, and the waiter that queued
+/// behind it meanwhile, not due, is barged past as before instead of being
+/// handed the lock at the head's release.
+#[test]
+#[cfg_attr(miri, ignore = "needs a waiter past the handoff timeout, by the real clock")]
+fn a_demanded_handoff_ends_when_the_head_takes_the_lock() {
+    if FAIR {
+        return; // nobody barges
+    }
+    let _timeout = handoff_timeout(SPACING_TIMEOUT);
+    let m = Mutex::new(0);
+    let mut head = woken_head(&m);
+    sleep_until_overdue();
+    barge_until_a_handoff_is_demanded(&m);
+    // Kept out by the bit, a newcomer queues behind the head.
+    let mut behind = spawn(m.lock());
+    assert_pending!(behind.poll());
+    let guard = assert_ready!(head.poll());
+    assert!(!m.__describe().contains("handoff"), "the head took the lock and left HANDOFF: {}", m.__describe());
+    drop(guard);
+    let newcomer = m.try_lock();
+    the_newcomer_went_first(&m, newcomer, &mut behind, "the head's handoff passed to the waiter behind it");
 }
 
 /// Sets the handoff timeout to `timeout` for one test (serialized with the

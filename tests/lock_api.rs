@@ -91,8 +91,8 @@ fn timed_locks_time_out_and_succeed() {
     assert!(waiter.join().unwrap());
     assert_eq!(*l.read(), 1);
 
-    // Timed reads join readers, as a timed read: a reader inside, the
-    // lock is shared, not exclusive, until both leave.
+    // Timed reads join a reader that is inside: the lock stays shared, never
+    // exclusive.
     let reader = l.read();
     let l2 = l.clone();
     within_10s("try_read_until beside a reader", move || {

@@ -1239,6 +1239,58 @@ fn blocking_works_outside_any_runtime_and_inside_an_entered_handle() {
     assert_eq!(*m.blocking_lock(), 3);
 }
 
+/// A thread may wait for a lock in a thread-local's destructor, as it may for
+/// a std or parking_lot lock (a per-thread cache flushed into shared state
+/// as the thread exits). Keys are torn down in the reverse order of their
+/// registration, so `FIRST`, registered before the thread touched any lock,
+/// is dropped after every thread-local the lock's paths registered while the
+/// thread waited at the gate and in `LAST`'s destructor (spinning, parking,
+/// the blocking check): those must need no destructor, or be asked with
+/// `try_with`. A panic in there would abort the test binary.
+#[test]
+fn a_thread_local_destructor_may_wait_for_a_lock() {
+    use std::cell::RefCell;
+    use std::time::Duration;
+    type Locks = (Arc<Mutex<u32>>, Arc<RwLock<u32>>);
+    struct OnExit(Locks);
+    impl Drop for OnExit {
+        fn drop(&mut self) {
+            *self.0.0.blocking_lock() += 1;
+            *self.0.1.blocking_write() += 1;
+            drop(self.0.1.blocking_read());
+        }
+    }
+    std::thread_local! {
+        static FIRST: RefCell<Option<OnExit>> = const { RefCell::new(None) };
+        static LAST: RefCell<Option<OnExit>> = const { RefCell::new(None) };
+    }
+    let locks = || -> Locks { (Arc::new(Mutex::new(0)), Arc::new(RwLock::new(0))) };
+    let hold = |(m, r): &Locks| (m.clone().try_lock_owned().unwrap(), r.clone().try_write_owned().unwrap());
+    let (first, last, gate) = (locks(), locks(), Arc::new(Mutex::new(())));
+    let (closed, first_held, last_held) = (gate.clone().try_lock_owned().unwrap(), hold(&first), hold(&last));
+    let thread = {
+        let (first, last) = (first.clone(), last.clone());
+        std::thread::spawn(move || {
+            FIRST.with(|k| *k.borrow_mut() = Some(OnExit(first)));
+            drop(gate.blocking_lock());
+            LAST.with(|k| *k.borrow_mut() = Some(OnExit(last)));
+        })
+    };
+    // Most likely each wait is contended: the thread spins and parks at the
+    // gate, then in each destructor.
+    let pause = || std::thread::sleep(Duration::from_millis(50));
+    pause();
+    drop(closed);
+    pause();
+    drop(last_held);
+    pause();
+    drop(first_held);
+    thread.join().expect("the exiting thread's destructors took the locks");
+    for (m, r) in [first, last] {
+        assert_eq!((*m.try_lock().unwrap(), *r.try_read().unwrap()), (1, 1));
+    }
+}
+
 #[test]
 #[should_panic(expected = "Cannot block the current thread from within a runtime")]
 fn blocking_inside_a_task_panics() {

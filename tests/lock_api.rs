@@ -116,6 +116,29 @@ fn timed_locks_time_out_and_succeed() {
     assert!(m.try_lock_for(Duration::MAX).is_some());
 }
 
+/// A stray unpark (anyone with the `Thread` handle, or an earlier wakeup's
+/// late token) ends a timed park early: the waiter must look at the clock
+/// and its node and park again for the time left, neither timing out early
+/// nor entering the held lock. The holder unparks the waiter for 30 ms, then
+/// releases well within its timeout.
+#[test]
+fn stray_unparks_neither_end_a_timed_wait_nor_let_it_in() {
+    let m = Arc::new(Mutex::new(0));
+    let held = m.lock();
+    let m2 = m.clone();
+    let waiter = thread::spawn(move || m2.try_lock_for(Duration::from_secs(10)).map(|mut g| *g += 1).is_some());
+    let until = Instant::now() + Duration::from_millis(30);
+    while Instant::now() < until {
+        waiter.thread().unpark();
+        thread::yield_now();
+    }
+    assert!(!waiter.is_finished(), "a stray unpark ended a 10 s timed wait after 30 ms");
+    assert_eq!(*held, 0, "the waiter entered the held lock");
+    drop(held);
+    assert!(waiter.join().unwrap(), "the timed wait did not get the released lock");
+    assert_eq!(*m.lock(), 1);
+}
+
 /// Timed waiters that give up while others wait behind them and the holder
 /// keeps releasing: nobody is stranded, mutual exclusion holds.
 #[test]

@@ -1239,6 +1239,56 @@ fn blocking_works_outside_any_runtime_and_inside_an_entered_handle() {
     assert_eq!(*m.blocking_lock(), 3);
 }
 
+/// Anyone with a thread's `Thread` handle may unpark it, and an earlier
+/// wakeup's token may arrive late: a parked waiter that finds its node still
+/// waiting must park again, neither entering a held lock nor losing its
+/// place. One thread waits three times (for a `Mutex`, to read behind a
+/// writer, to write behind a reader) while this one unparks it for 30 ms
+/// each time.
+#[test]
+fn stray_unparks_leave_a_blocked_thread_waiting() {
+    use std::sync::mpsc;
+    use std::time::{Duration, Instant};
+    let (m, rw, entered) = (Arc::new(Mutex::new(())), Arc::new(RwLock::new(())), Arc::new(AtomicUsize::new(0)));
+    let (mutex_held, write_held) = (m.clone().try_lock_owned().unwrap(), rw.clone().try_write_owned().unwrap());
+    let (about_to_wait, next_wait) = mpsc::channel();
+    let waiter = {
+        let (m, rw, entered) = (m.clone(), rw.clone(), entered.clone());
+        std::thread::spawn(move || {
+            let enter = || entered.fetch_add(1, Ordering::Relaxed);
+            about_to_wait.send(()).unwrap();
+            let guard = m.blocking_lock();
+            enter();
+            drop(guard);
+            about_to_wait.send(()).unwrap();
+            let guard = rw.blocking_read();
+            enter();
+            drop(guard);
+            about_to_wait.send(()).unwrap();
+            let _guard = rw.blocking_write();
+            enter();
+        })
+    };
+    let unpark_for_a_while = |entered_so_far: usize| {
+        next_wait.recv().unwrap();
+        let until = Instant::now() + Duration::from_millis(30);
+        while Instant::now() < until {
+            waiter.thread().unpark();
+            std::thread::yield_now();
+        }
+        assert_eq!(entered.load(Ordering::Relaxed), entered_so_far, "a stray unpark let the thread into a held lock");
+    };
+    unpark_for_a_while(0);
+    drop(mutex_held);
+    unpark_for_a_while(1);
+    // The queued reader gets in beside the downgraded guard.
+    let read_held = write_held.downgrade();
+    unpark_for_a_while(2);
+    drop(read_held);
+    waiter.join().unwrap();
+    assert_eq!(entered.load(Ordering::Relaxed), 3);
+}
+
 /// A thread may wait for a lock in a thread-local's destructor, as it may for
 /// a std or parking_lot lock (a per-thread cache flushed into shared state
 /// as the thread exits). Keys are torn down in the reverse order of their

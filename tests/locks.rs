@@ -665,6 +665,63 @@ fn cancelled_head_writer_lets_readers_behind_in() {
     let _guard = assert_ready!(r3.poll());
 }
 
+/// A server shuts its runtime down while its tasks wait on a lock that a
+/// plain thread shares: the runtime drops every task's future, queued, woken
+/// or granted, while the thread that held the lock releases it (20 rounds,
+/// the release up to 1 ms into the shutdown; 4 under Miri). The other thread, queued
+/// behind them, must get the lock and keep using it, and the lock must end
+/// free.
+#[test]
+fn a_runtime_shut_down_with_tasks_queued_leaves_the_lock_to_the_threads() {
+    use std::sync::atomic::AtomicBool;
+    use std::sync::mpsc;
+    use std::time::Duration;
+    // Miri runs a round in about a second.
+    for round in 0..if cfg!(miri) { 4 } else { 20u64 } {
+        let lock = Arc::new(RwLock::new(0u64));
+        let held = lock.clone().try_write_owned().unwrap();
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).build().unwrap();
+        for i in 0..16 {
+            let lock = lock.clone();
+            rt.spawn(async move {
+                loop {
+                    if i % 2 == 0 {
+                        *lock.write().await += 1;
+                    } else {
+                        drop(lock.read().await);
+                    }
+                    tokio::task::yield_now().await;
+                }
+            });
+        }
+        let stop = Arc::new(AtomicBool::new(false));
+        let (done, thread_done) = mpsc::channel();
+        {
+            let (lock, stop) = (lock.clone(), stop.clone());
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    *lock.blocking_write() += 1;
+                }
+                done.send(()).unwrap();
+            });
+        }
+        // Everyone queues behind `held`, then its release races the shutdown.
+        std::thread::sleep(Duration::from_millis(2));
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_micros(round * 50));
+            drop(held);
+        });
+        drop(rt);
+        release.join().unwrap();
+        std::thread::sleep(Duration::from_millis(1));
+        stop.store(true, Ordering::Relaxed);
+        thread_done
+            .recv_timeout(Duration::from_secs(10))
+            .unwrap_or_else(|_| panic!("round {round}: the thread is stranded in the queue"));
+        assert!(lock.try_write().is_ok(), "round {round}: the lock was left held");
+    }
+}
+
 // --- wakers ------------------------------------------------------------------
 
 struct CountingWaker(AtomicUsize);

@@ -38,16 +38,9 @@ fn secs(default: f64) -> f64 {
     std::env::var("HYBRID_SYNC_TORTURE_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(default)
 }
 
-/// xorshift64*: reproducible randomness without a dependency.
-struct Rng(u64);
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n
-    }
-}
+#[path = "support/rng.rs"]
+mod rng;
+use rng::Rng;
 
 /// Who is inside, checked on every entry.
 #[derive(Default)]

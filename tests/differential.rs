@@ -1,8 +1,9 @@
-//! Random single-threaded sequences of `RwLock` operations, applied step by
-//! step to hybrid-sync's lock and to `tokio::sync::RwLock`: new read and
-//! write futures polled at once, pending futures polled again (woken or not)
-//! or dropped, guards dropped or downgraded, `try_read` and `try_write`, with
-//! a small `max_readers` so that the reader limit takes part.
+//! Random single-threaded sequences of lock operations, applied step by step
+//! to hybrid-sync's `RwLock` and to `tokio::sync::RwLock` (and the same
+//! sequences to the two `Mutex`es, where every acquisition is exclusive): new
+//! read and write futures polled at once, pending futures polled again (woken
+//! or not) or dropped, guards dropped or downgraded, `try_read` and
+//! `try_write`, with a small `max_readers` so that the reader limit takes part.
 //!
 //! Under `fair` (tokio's strict FIFO order) every poll and every `try_*`
 //! must come out exactly as it does with tokio: the differential half of the
@@ -34,6 +35,8 @@ trait Lock: 'static {
     type Read: 'static;
     type Write: 'static;
     const NAME: &'static str;
+    /// A `Mutex`: "reads" take the lock exclusively too.
+    const EXCLUSIVE: bool = false;
     fn with_max_readers(max: u32) -> Arc<Self>;
     fn read(self: &Arc<Self>) -> Boxed<Self::Read>;
     fn write(self: &Arc<Self>) -> Boxed<Self::Write>;
@@ -72,16 +75,50 @@ macro_rules! lock {
 
 mod ours {
     pub mod sync_types {
-        pub use hybrid_sync::{OwnedRwLockReadGuard, OwnedRwLockWriteGuard, RwLock};
+        pub use hybrid_sync::{Mutex, OwnedMutexGuard, OwnedRwLockReadGuard, OwnedRwLockWriteGuard, RwLock};
     }
 }
 mod theirs {
     pub mod sync_types {
-        pub use tokio::sync::{OwnedRwLockReadGuard, OwnedRwLockWriteGuard, RwLock};
+        pub use tokio::sync::{Mutex, OwnedMutexGuard, OwnedRwLockReadGuard, OwnedRwLockWriteGuard, RwLock};
     }
 }
 lock!("hybrid-sync", ours);
 lock!("tokio", theirs);
+
+/// A `Mutex` as a lock whose every acquisition is exclusive (a "read" is a
+/// `lock_owned`, a "downgrade" keeps the guard), so the same sequences drive
+/// it.
+macro_rules! mutex {
+    ($name:literal, $path:ident) => {
+        impl Lock for $path::sync_types::Mutex<u32> {
+            type Read = $path::sync_types::OwnedMutexGuard<u32>;
+            type Write = $path::sync_types::OwnedMutexGuard<u32>;
+            const NAME: &'static str = $name;
+            const EXCLUSIVE: bool = true;
+            fn with_max_readers(_: u32) -> Arc<Self> {
+                Arc::new(Self::new(0))
+            }
+            fn read(self: &Arc<Self>) -> Boxed<Self::Read> {
+                Box::pin(self.clone().lock_owned())
+            }
+            fn write(self: &Arc<Self>) -> Boxed<Self::Write> {
+                Box::pin(self.clone().lock_owned())
+            }
+            fn try_read(self: &Arc<Self>) -> Option<Self::Read> {
+                self.clone().try_lock_owned().ok()
+            }
+            fn try_write(self: &Arc<Self>) -> Option<Self::Write> {
+                self.clone().try_lock_owned().ok()
+            }
+            fn downgrade(guard: Self::Write) -> Self::Read {
+                guard
+            }
+        }
+    };
+}
+mutex!("hybrid-sync Mutex", ours);
+mutex!("tokio Mutex", theirs);
 
 enum Future_<L: Lock> {
     Read(Boxed<L::Read>),
@@ -224,6 +261,7 @@ impl<L: Lock> World<L> {
             self.max_readers,
             log()
         );
+        assert!(!L::EXCLUSIVE || writers + readers <= 1, "{}: {} guards held\n{}", L::NAME, writers + readers, log());
     }
 
     /// Drops every guard, then runs the pending futures as an executor
@@ -256,11 +294,12 @@ fn live<T>(rng: &mut Rng, slots: &[Option<T>]) -> Option<usize> {
     (!live.is_empty()).then(|| live[rng.below(live.len() as u64) as usize])
 }
 
-fn run(seed: u64, steps: usize) {
+/// One sequence from `seed`, applied to `Ours` and, under `fair`, to `Theirs`.
+fn run<Ours: Lock, Theirs: Lock>(seed: u64, steps: usize) {
     let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
     let max_readers = 1 + rng.below(4) as u32;
-    let mut ours = World::<hybrid_sync::RwLock<u32>>::new(max_readers);
-    let mut theirs = World::<tokio::sync::RwLock<u32>>::new(max_readers);
+    let mut ours = World::<Ours>::new(max_readers);
+    let mut theirs = World::<Theirs>::new(max_readers);
     let mut history: Vec<(Step, Outcome, Outcome)> = Vec::new();
     for _ in 0..steps {
         // Slots are numbered alike in both worlds; liveness may differ
@@ -298,7 +337,7 @@ fn run(seed: u64, steps: usize) {
         ours.check(&log);
         if cfg!(feature = "fair") {
             theirs.check(&log);
-            assert_eq!(ours_out, theirs_out, "hybrid-sync and tokio differ at the last step\n{}", log());
+            assert_eq!(ours_out, theirs_out, "{} and {} differ at the last step\n{}", Ours::NAME, Theirs::NAME, log());
         }
     }
     let log = || format!("seed {seed}, max_readers {max_readers}, {} steps, then drained", history.len());
@@ -308,14 +347,21 @@ fn run(seed: u64, steps: usize) {
     }
 }
 
+/// Runs `count` sequences on the `RwLock`s and on the `Mutex`es, or the one
+/// sequence `DIFFERENTIAL_SEED` names.
+fn sequences(count: u64, steps: usize) {
+    let seeds = match std::env::var("DIFFERENTIAL_SEED").ok().and_then(|s| s.parse().ok()) {
+        Some(seed) => seed..seed + 1,
+        None => 0..count,
+    };
+    for seed in seeds {
+        run::<hybrid_sync::RwLock<u32>, tokio::sync::RwLock<u32>>(seed, steps);
+        run::<hybrid_sync::Mutex<u32>, tokio::sync::Mutex<u32>>(seed, steps);
+    }
+}
+
 #[test]
 fn random_sequences_keep_the_invariants_and_under_fair_match_tokio() {
-    if let Some(seed) = std::env::var("DIFFERENTIAL_SEED").ok().and_then(|s| s.parse().ok()) {
-        return run(seed, 200);
-    }
     // Miri runs each sequence about a thousand times slower.
-    let (sequences, steps) = if cfg!(miri) { (10, 60) } else { (2_000, 200) };
-    for seed in 0..sequences {
-        run(seed, steps);
-    }
+    if cfg!(miri) { sequences(10, 60) } else { sequences(2_000, 200) }
 }

@@ -665,6 +665,19 @@ fn cancelled_head_writer_lets_readers_behind_in() {
     let _guard = assert_ready!(r3.poll());
 }
 
+/// Waits until `done` holds, failing the test by name after 10 s. (An
+/// atomic polled on a timer rather than a std channel: std is not built for
+/// ThreadSanitizer here, and its channels' internal handshakes show up as
+/// races there, `.ci/tsan.supp`.)
+#[track_caller]
+fn within_10s(what: &str, done: impl Fn() -> bool) {
+    let start = std::time::Instant::now();
+    while !done() {
+        assert!(start.elapsed() < std::time::Duration::from_secs(10), "{what} after 10 s");
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
+
 /// A server shuts its runtime down while its tasks wait on a lock that a
 /// plain thread shares: the runtime drops every task's future, queued, woken
 /// or granted, while the thread that held the lock releases it (20 rounds,
@@ -674,7 +687,6 @@ fn cancelled_head_writer_lets_readers_behind_in() {
 #[test]
 fn a_runtime_shut_down_with_tasks_queued_leaves_the_lock_to_the_threads() {
     use std::sync::atomic::AtomicBool;
-    use std::sync::mpsc;
     use std::time::Duration;
     // Miri runs a round in about a second.
     for round in 0..if cfg!(miri) { 4 } else { 20u64 } {
@@ -694,15 +706,14 @@ fn a_runtime_shut_down_with_tasks_queued_leaves_the_lock_to_the_threads() {
                 }
             });
         }
-        let stop = Arc::new(AtomicBool::new(false));
-        let (done, thread_done) = mpsc::channel();
+        let (stop, done) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
         {
-            let (lock, stop) = (lock.clone(), stop.clone());
+            let (lock, stop, done) = (lock.clone(), stop.clone(), done.clone());
             std::thread::spawn(move || {
                 while !stop.load(Ordering::Relaxed) {
                     *lock.blocking_write() += 1;
                 }
-                done.send(()).unwrap();
+                done.store(true, Ordering::Release);
             });
         }
         // Everyone queues behind `held`, then its release races the shutdown.
@@ -715,9 +726,7 @@ fn a_runtime_shut_down_with_tasks_queued_leaves_the_lock_to_the_threads() {
         release.join().unwrap();
         std::thread::sleep(Duration::from_millis(1));
         stop.store(true, Ordering::Relaxed);
-        thread_done
-            .recv_timeout(Duration::from_secs(10))
-            .unwrap_or_else(|_| panic!("round {round}: the thread is stranded in the queue"));
+        within_10s(&format!("round {round}: the thread stranded in the queue"), || done.load(Ordering::Acquire));
         assert!(lock.try_write().is_ok(), "round {round}: the lock was left held");
     }
 }
@@ -1304,30 +1313,31 @@ fn blocking_works_outside_any_runtime_and_inside_an_entered_handle() {
 /// each time.
 #[test]
 fn stray_unparks_leave_a_blocked_thread_waiting() {
-    use std::sync::mpsc;
     use std::time::{Duration, Instant};
-    let (m, rw, entered) = (Arc::new(Mutex::new(())), Arc::new(RwLock::new(())), Arc::new(AtomicUsize::new(0)));
+    let (m, rw) = (Arc::new(Mutex::new(())), Arc::new(RwLock::new(())));
+    // The waits the thread has started, and the locks it has entered.
+    let (waits, entered) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
     let (mutex_held, write_held) = (m.clone().try_lock_owned().unwrap(), rw.clone().try_write_owned().unwrap());
-    let (about_to_wait, next_wait) = mpsc::channel();
     let waiter = {
-        let (m, rw, entered) = (m.clone(), rw.clone(), entered.clone());
+        let (m, rw, waits, entered) = (m.clone(), rw.clone(), waits.clone(), entered.clone());
         std::thread::spawn(move || {
+            let about_to_wait = || waits.fetch_add(1, Ordering::Release);
             let enter = || entered.fetch_add(1, Ordering::Relaxed);
-            about_to_wait.send(()).unwrap();
+            about_to_wait();
             let guard = m.blocking_lock();
             enter();
             drop(guard);
-            about_to_wait.send(()).unwrap();
+            about_to_wait();
             let guard = rw.blocking_read();
             enter();
             drop(guard);
-            about_to_wait.send(()).unwrap();
+            about_to_wait();
             let _guard = rw.blocking_write();
             enter();
         })
     };
     let unpark_for_a_while = |entered_so_far: usize| {
-        next_wait.recv().unwrap();
+        within_10s("the next wait", || waits.load(Ordering::Acquire) > entered_so_far);
         let until = Instant::now() + Duration::from_millis(30);
         while Instant::now() < until {
             waiter.thread().unpark();

@@ -19,7 +19,8 @@
 //! nobody) leaves a future stuck and fails the test.
 //!
 //! A failure prints the seed and the steps so far, which replay it
-//! (`DIFFERENTIAL_SEED=n`).
+//! (`DIFFERENTIAL_SEED=n`); `DIFFERENTIAL_SEQUENCES=n` runs n sequences
+//! instead of 2,000, for a soak.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -347,12 +348,15 @@ fn run<Ours: Lock, Theirs: Lock>(seed: u64, steps: usize) {
     }
 }
 
-/// Runs `count` sequences on the `RwLock`s and on the `Mutex`es, or the one
-/// sequence `DIFFERENTIAL_SEED` names.
+/// Runs `count` sequences on the `RwLock`s and on the `Mutex`es (or
+/// `DIFFERENTIAL_SEQUENCES` of them, for a soak), or the one sequence
+/// `DIFFERENTIAL_SEED` names.
 fn sequences(count: u64, steps: usize) {
-    let seeds = match std::env::var("DIFFERENTIAL_SEED").ok().and_then(|s| s.parse().ok()) {
-        Some(seed) => seed..seed + 1,
-        None => 0..count,
+    let env = |name| std::env::var(name).ok().and_then(|s| s.parse::<u64>().ok());
+    let seeds = match (env("DIFFERENTIAL_SEED"), env("DIFFERENTIAL_SEQUENCES")) {
+        (Some(seed), _) => seed..seed + 1,
+        (None, Some(count)) => 0..count,
+        (None, None) => 0..count,
     };
     for seed in seeds {
         run::<hybrid_sync::RwLock<u32>, tokio::sync::RwLock<u32>>(seed, steps);

@@ -121,14 +121,15 @@ macro_rules! mutex {
 mutex!("hybrid-sync Mutex", ours);
 mutex!("tokio Mutex", theirs);
 
-enum Future_<L: Lock> {
+/// A read or write future, boxed.
+enum Acquiring<L: Lock> {
     Read(Boxed<L::Read>),
     Write(Boxed<L::Write>),
 }
 
 /// A pending future and whether its waker has been woken since its last poll.
 struct Waiting<L: Lock> {
-    future: Future_<L>,
+    future: Acquiring<L>,
     woken: Arc<Woken>,
 }
 
@@ -190,11 +191,11 @@ impl<L: Lock> World<L> {
         let waker = Waker::from(waiting.woken.clone());
         let mut cx = Context::from_waker(&waker);
         let held = match &mut waiting.future {
-            Future_::Read(f) => match f.as_mut().poll(&mut cx) {
+            Acquiring::Read(f) => match f.as_mut().poll(&mut cx) {
                 Poll::Ready(g) => Held::Read(g),
                 Poll::Pending => return Outcome::Pending,
             },
-            Future_::Write(f) => match f.as_mut().poll(&mut cx) {
+            Acquiring::Write(f) => match f.as_mut().poll(&mut cx) {
                 Poll::Ready(g) => Held::Write(g),
                 Poll::Pending => return Outcome::Pending,
             },
@@ -208,8 +209,8 @@ impl<L: Lock> World<L> {
         match step {
             Step::Read | Step::Write => {
                 let future = match step {
-                    Step::Read => Future_::Read(self.lock.read()),
-                    _ => Future_::Write(self.lock.write()),
+                    Step::Read => Acquiring::Read(self.lock.read()),
+                    _ => Acquiring::Write(self.lock.write()),
                 };
                 self.waiting.push(Some(Waiting { future, woken: Arc::default() }));
                 self.poll_slot(self.waiting.len() - 1)

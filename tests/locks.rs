@@ -670,7 +670,7 @@ fn cancelled_head_writer_lets_readers_behind_in() {
 /// ThreadSanitizer here, and its channels' internal handshakes show up as
 /// races there, `.ci/tsan.supp`.)
 #[track_caller]
-fn within_10s(what: &str, done: impl Fn() -> bool) {
+fn wait_until(what: &str, done: impl Fn() -> bool) {
     let start = std::time::Instant::now();
     while !done() {
         assert!(start.elapsed() < std::time::Duration::from_secs(10), "{what} after 10 s");
@@ -726,7 +726,7 @@ fn a_runtime_shut_down_with_tasks_queued_leaves_the_lock_to_the_threads() {
         release.join().unwrap();
         std::thread::sleep(Duration::from_millis(1));
         stop.store(true, Ordering::Relaxed);
-        within_10s(&format!("round {round}: the thread stranded in the queue"), || done.load(Ordering::Acquire));
+        wait_until(&format!("round {round}: the thread stranded in the queue"), || done.load(Ordering::Acquire));
         assert!(lock.try_write().is_ok(), "round {round}: the lock was left held");
     }
 }
@@ -1337,7 +1337,7 @@ fn stray_unparks_leave_a_blocked_thread_waiting() {
         })
     };
     let unpark_for_a_while = |entered_so_far: usize| {
-        within_10s("the next wait", || waits.load(Ordering::Acquire) > entered_so_far);
+        wait_until("the next wait", || waits.load(Ordering::Acquire) > entered_so_far);
         let until = Instant::now() + Duration::from_millis(30);
         while Instant::now() < until {
             waiter.thread().unpark();

@@ -281,8 +281,18 @@ fn print_tail(r: &Row) {
 /// Every table printed so far, for `--json` and `--svg`.
 static REPORT: std::sync::Mutex<Vec<report::Table>> = std::sync::Mutex::new(Vec::new());
 
+/// `--json`'s file and the machine line, set once the header is printed:
+/// every table rewrites the file, so that a run stopped part way (a device
+/// machine's time limit) keeps the figures of the tables it finished.
+static JSON_SO_FAR: std::sync::OnceLock<(std::path::PathBuf, String)> = std::sync::OnceLock::new();
+
 fn record(title: &str, unit: &'static str, higher_is_better: bool, rows: Vec<report::Record>) {
-    REPORT.lock().unwrap().push(report::Table { title: title.to_string(), unit, higher_is_better, rows });
+    let mut tables = REPORT.lock().unwrap();
+    tables.push(report::Table { title: title.to_string(), unit, higher_is_better, rows });
+    if let Some((path, machine)) = JSON_SO_FAR.get() {
+        // Errors surface in `write_reports` at the end.
+        let _ = std::fs::write(path, report::json(machine, &tables));
+    }
 }
 
 /// One cell of a table that has a value and nothing else, no CPU time or
@@ -1180,6 +1190,9 @@ fn main() {
         hybrid_sync::tuning()
     );
     println!("machine: {machine}");
+    if let Some(path) = &opts.json {
+        let _ = JSON_SO_FAR.set((path.clone(), machine.clone()));
+    }
     println!(
         "stall floor: the longest a thread spinning alone on each CPU went unscheduled in {} ms, before any \
          workload ran; a max wait below that spans such a stall includes it, whatever the lock",

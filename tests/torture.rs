@@ -18,7 +18,9 @@
 //!
 //! then SUCCESS or FAILURE. `HYBRID_SYNC_TORTURE_SECS` sets the length of
 //! each (default 20 s for the RwLock and 20 s for LockRef, run side by side
-//! in every `.ci/run` mode; minutes for a soak).
+//! in every `.ci/run` mode; minutes for a soak), and
+//! `HYBRID_SYNC_TORTURE_SCALE` multiplies their threads, tasks and workers
+//! (at 1, 4 threads and 2 workers each) for a machine with more cores.
 //!
 //! Built with `--cfg hybrid_sync_broken`, the library's writer fast path
 //! ignores readers, and the one test here checks that the torture catches
@@ -36,6 +38,20 @@ use hybrid_sync::{LockRef, RwLock};
 #[cfg_attr(hybrid_sync_broken, allow(dead_code))]
 fn secs(default: f64) -> f64 {
     std::env::var("HYBRID_SYNC_TORTURE_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(default)
+}
+
+/// `HYBRID_SYNC_TORTURE_SCALE=k` multiplies every torture's threads, tasks
+/// and runtime workers by k (default 1: sized for 2 CPUs), for a machine
+/// with more cores.
+fn scale() -> usize {
+    match std::env::var("HYBRID_SYNC_TORTURE_SCALE") {
+        Err(_) => 1,
+        Ok(s) => s
+            .parse()
+            .ok()
+            .filter(|&k| k > 0)
+            .unwrap_or_else(|| panic!("HYBRID_SYNC_TORTURE_SCALE must be a whole number of at least 1, got {s:?}")),
+    }
 }
 
 #[path = "support/rng.rs"]
@@ -222,8 +238,8 @@ fn torture_rwlock(secs: f64) -> (usize, bool) {
         watchdog(shadow.clone(), done.clone(), move || lock.__describe());
     }
     let deadline = Instant::now() + Duration::from_secs_f64(secs);
-    let thread_tallies: Vec<Arc<Tally>> = (0..4).map(|_| Arc::default()).collect();
-    let task_tallies: Vec<Arc<Tally>> = (0..24).map(|_| Arc::default()).collect();
+    let thread_tallies: Vec<Arc<Tally>> = (0..4 * scale()).map(|_| Arc::default()).collect();
+    let task_tallies: Vec<Arc<Tally>> = (0..24 * scale()).map(|_| Arc::default()).collect();
 
     let threads: Vec<_> = thread_tallies
         .iter()
@@ -285,7 +301,7 @@ fn torture_rwlock(secs: f64) -> (usize, bool) {
         })
         .collect();
 
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2 * scale()).enable_all().build().unwrap();
     let tasks: Vec<_> = task_tallies
         .iter()
         .enumerate()
@@ -394,7 +410,8 @@ fn torture_rwlock(secs: f64) -> (usize, bool) {
     let violations = shadow.violations();
     let exact = lock.try_read().is_ok_and(|v| *v == writes.load(SeqCst));
     eprintln!(
-        "rwlock torture ({secs:.0} s, {} acquisitions): {}",
+        "rwlock torture ({secs:.0} s, scale {}, {} acquisitions): {}",
+        scale(),
         shadow.acquisitions.load(SeqCst),
         if violations == 0 && exact { "SUCCESS" } else { "FAILURE" }
     );
@@ -474,7 +491,7 @@ fn lockref_torture() {
         }
     }
 
-    let threads: Vec<_> = (0..4u64)
+    let threads: Vec<_> = (0..4 * scale() as u64)
         .map(|id| {
             let (r, shadow, locked) = (r.clone(), shadow.clone(), locked.clone());
             std::thread::spawn(move || {
@@ -485,8 +502,8 @@ fn lockref_torture() {
             })
         })
         .collect();
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    let tasks: Vec<_> = (0..16u64)
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2 * scale()).enable_all().build().unwrap();
+    let tasks: Vec<_> = (0..16 * scale() as u64)
         .map(|id| {
             let (r, shadow, locked) = (r.clone(), shadow.clone(), locked.clone());
             rt.spawn(async move {
@@ -526,7 +543,7 @@ fn lockref_torture() {
     assert_eq!(*r.lock(), locked.load(SeqCst), "a locked update was lost");
 }
 
-/// Mutex: 16 blocking threads and 64 tasks on 2 workers, a fixed number of
+/// Mutex: 16 blocking threads and 64 tasks on 2 workers (times the scale), a fixed number of
 /// increments each: the final count is exact and nobody overlaps.
 #[cfg(not(hybrid_sync_broken))]
 #[test]
@@ -539,7 +556,7 @@ fn mutex_count_is_exact_under_oversubscription() {
         watchdog(shadow.clone(), done.clone(), move || m.__describe());
     }
     let per = 20_000u64;
-    let threads: Vec<_> = (0..16)
+    let threads: Vec<_> = (0..16 * scale())
         .map(|_| {
             let (m, shadow) = (m.clone(), shadow.clone());
             std::thread::spawn(move || {
@@ -551,8 +568,8 @@ fn mutex_count_is_exact_under_oversubscription() {
             })
         })
         .collect();
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).build().unwrap();
-    let tasks: Vec<_> = (0..64)
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2 * scale()).build().unwrap();
+    let tasks: Vec<_> = (0..64 * scale())
         .map(|_| {
             let (m, shadow) = (m.clone(), shadow.clone());
             rt.spawn(async move {
@@ -567,5 +584,6 @@ fn mutex_count_is_exact_under_oversubscription() {
     join_all(&rt, tasks, threads);
     done.store(true, SeqCst);
     assert_eq!(shadow.violations(), 0);
-    assert_eq!(*m.try_lock().unwrap(), 16 * per + 64 * (per / 4));
+    let k = scale() as u64;
+    assert_eq!(*m.try_lock().unwrap(), k * (16 * per + 64 * (per / 4)));
 }

@@ -1,0 +1,81 @@
+#!/bin/sh
+# Issue 4's run on a machine with more cores, lent by the `device` tool (16
+# cores beside a GPU, no Rust toolchain, no registry): the binaries are built
+# here and carried there.
+#
+#   benches/sixteen-cores.sh build      here: release binaries into .devbin/
+#                                        (add `/.devbin/` to .git/info/exclude)
+#   benches/sixteen-cores.sh showdown   there: the --full showdown, --scale auto
+#   benches/sixteen-cores.sh tests      there: the torture scaled to the cores,
+#                                        and the lock tests, in both builds
+#
+# There, the results go to $OUT (the device tool's folder that comes back),
+# or to ./sixteen-out elsewhere. Each part ends well inside the tool's
+# 10-minute command: showdown about 8 minutes, tests about 2.
+set -eu
+out=${OUT:-./sixteen-out}
+mkdir -p "$out"
+tests="differential lock_api lockref locks torture"
+
+case "${1:-}" in
+build)
+    mkdir -p .devbin
+    cargo build --release --example showdown
+    cp target/release/examples/showdown .devbin/
+    # The test binaries' paths, from cargo's own report of them.
+    for build in default fair; do
+        if [ $build = fair ]; then dir=target/fair features=fair,lock_api; else dir=target features=lock_api; fi
+        CARGO_TARGET_DIR=$dir cargo test --release --no-run --features $features \
+            $(for t in $tests; do printf -- '--test %s ' "$t"; done) 2>&1 |
+            sed -n 's/^ *Executable tests\/\([a-z_]*\)\.rs (\(.*\))$/\1 \2/p' |
+            while read -r name path; do
+                if [ $build = fair ]; then cp "$path" ".devbin/$name-fair"; else cp "$path" ".devbin/$name"; fi
+            done
+    done
+    ls -l .devbin
+    ;;
+showdown)
+    # The text comes back as far as it got; the JSON is rewritten after every
+    # table, so a run stopped by the limit keeps the tables it finished.
+    { nproc; grep -m1 'model name' /proc/cpuinfo; } > "$out/machine.txt"
+    status=0
+    timeout 570 ./.devbin/showdown --full --scale auto --json "$out/showdown.json" --svg /tmp/svg \
+        2>/dev/null > "$out/out.txt" || status=$?
+    tar czf "$out/svg.tgz" -C /tmp svg 2>/dev/null || true
+    cat "$out/out.txt"
+    exit $status
+    ;;
+tests)
+    # 4x the torture's users: 16 threads and 8 workers for the RwLock and
+    # for LockRef each, run side by side with 64 threads and 256 tasks on
+    # one Mutex: 48 threads on 16 cores and more.
+    status=0
+    for build in "" -fair; do
+        echo "== torture$build, ${TORTURE_SECS:-30} s, scale 4"
+        HYBRID_SYNC_TORTURE_SECS=${TORTURE_SECS:-30} HYBRID_SYNC_TORTURE_SCALE=4 ./.devbin/torture$build --nocapture \
+            > "$out/torture$build.txt" 2>&1 || status=1
+        grep -E 'torture|^(Reads|Writes)|test result|panicked' "$out/torture$build.txt" || true
+    done
+    for build in "" -fair; do
+        for t in differential lock_api lockref locks; do
+            passed=0
+            for round in 1 2 3 4 5 6 7 8 9 10; do
+                if ./.devbin/$t$build > "$out/last.txt" 2>&1; then
+                    passed=$((passed + 1))
+                else
+                    status=1
+                    { echo "== $t$build, round $round"; cat "$out/last.txt"; } >> "$out/failures.txt"
+                    grep -E 'panicked|FAILED|failed' "$out/last.txt" | head -5
+                fi
+            done
+            echo "$t$build: $passed of 10 rounds passed ($(grep 'test result' "$out/last.txt"))"
+        done
+    done
+    rm -f "$out/last.txt"
+    exit $status
+    ;;
+*)
+    echo "usage: benches/sixteen-cores.sh build|showdown|tests" >&2
+    exit 2
+    ;;
+esac

@@ -4,7 +4,7 @@
 # here and carried there.
 #
 #   benches/sixteen-cores.sh build      here: release binaries into .devbin/
-#                                        (add `/.devbin/` to .git/info/exclude)
+#                                        (ignored, as is ./sixteen-out)
 #   benches/sixteen-cores.sh showdown   there: the --full showdown, --scale auto
 #   benches/sixteen-cores.sh tests      there: the torture scaled to the cores,
 #                                        and the lock tests, in both builds
@@ -14,7 +14,6 @@
 # 10-minute command: showdown about 8 minutes, tests about 2.
 set -eu
 out=${OUT:-./sixteen-out}
-mkdir -p "$out"
 tests="differential lock_api lockref locks torture"
 
 case "${1:-}" in
@@ -35,6 +34,7 @@ build)
     ls -l .devbin
     ;;
 showdown)
+    mkdir -p "$out"
     # The text comes back as far as it got; the JSON is rewritten after every
     # table, so a run stopped by the limit keeps the tables it finished.
     { nproc; grep -m1 'model name' /proc/cpuinfo; } > "$out/machine.txt"
@@ -46,6 +46,7 @@ showdown)
     exit $status
     ;;
 tests)
+    mkdir -p "$out"
     # 4x the torture's users: 16 threads and 8 workers for the RwLock and
     # for LockRef each, run side by side with 64 threads and 256 tasks on
     # one Mutex: 48 threads on 16 cores and more.

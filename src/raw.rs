@@ -1655,7 +1655,7 @@ mod tests {
         assert_eq!(spin_limit(&lock), task_spin);
         assert!(lock.try_acquire(Kind::Write));
 
-        let mut task = Box::pin(Acquire::after_failed_try(&lock, Kind::Write));
+        let mut task = Box::pin(Acquire::after_failed_try(&lock, Kind::Write, || ()));
         assert!(task.as_mut().poll(&mut Context::from_waker(Waker::noop())).is_pending());
         assert!(lock.describe().contains("Write WAITING"), "the task did not queue: {}", lock.describe());
         assert_eq!(threads(), 0, "a task's node was counted");

@@ -58,30 +58,34 @@ use crate::wait_queue::{Task, Waiter};
 /// `poll` is inlined at every `.await` on purpose: the uncontended path is a
 /// compare-and-swap and tokio's coop charge, smaller than the call that would
 /// reach it, and everything else is one out-of-line call.
+///
+/// The future is the queue node's future's size and no more: 96 bytes, as
+/// tokio's `RwLock::read` and `write` (its `Mutex::lock` is 120; the sizes
+/// are checked in `tests/locks.rs`). Every field lives in its step, and
+/// the contended step keeps `make` inside the [`Acquire`] (in the padding
+/// that the node's 32-byte alignment leaves there), which already holds the
+/// lock's address. With `raw` and `make` beside the step, as until
+/// 2026-12-04, it was 128 bytes: the same 96 and 16 more, rounded up to the
+/// node's alignment.
 #[must_use = "futures do nothing unless you `.await` or poll them"]
 pub(crate) struct Lock<'a, F, L: Layout = Inline> {
-    raw: &'a RawRwLock<L>,
-    step: Step<'a, L>,
-    /// Makes the guard; called once, with the lock held for it.
-    make: F,
+    step: Step<'a, F, L>,
 }
 
 // The queue node is the future's size whichever step it is in, as in any
 // lock future (tokio's holds its node inline too); boxing it would allocate.
 #[allow(clippy::large_enum_variant)]
-enum Step<'a, L: Layout> {
-    /// Not polled yet: what to take, and the public method (for the tracing
-    /// spans of a wait). Fields that only some steps need live in those
-    /// steps, in the space of the largest one.
-    Start { kind: Kind, source: &'static str },
-    /// The fast path took the lock, but the coop budget made us yield
-    /// before returning it: ours to release if we are dropped.
-    Held(Kind),
+enum Step<'a, F, L: Layout> {
+    /// Not polled yet (`held` false): what to take, and the public method
+    /// (for the tracing spans of a wait). Or (`held`) the fast path took
+    /// the lock, but the coop budget made us yield before returning it:
+    /// ours to release if we are dropped.
+    Fast { raw: &'a RawRwLock<L>, kind: Kind, held: bool, source: &'static str, make: F },
     /// The fast path failed: the queue node's future, which is pinned in
     /// place from its first poll on (the `Lock` is, and this is never
     /// moved out of it). Dropped by hand, out of line (`Lock::drop_slow`),
     /// so that the drop glue every acquisition runs stays a test of `step`.
-    Contended(ManuallyDrop<AsyncOp<Acquire<'a, L>>>),
+    Contended(ManuallyDrop<AsyncOp<Acquire<'a, F, L>>>),
     /// Returned `Ready`: the caller owns the lock now.
     Done,
 }
@@ -93,29 +97,22 @@ impl<'a, F: Fn() -> G, G, L: Layout> Lock<'a, F, L> {
     /// and must hand the lock to what it returns (which releases it).
     #[inline]
     pub(crate) unsafe fn new(raw: &'a RawRwLock<L>, kind: Kind, source: &'static str, make: F) -> Self {
-        Lock { raw, step: Step::Start { kind, source }, make }
-    }
-
-    /// Charges the coop budget for a lock we hold.
-    #[inline(always)]
-    fn charge(&mut self, cx: &mut Context<'_>) -> Poll<()> {
-        // As tokio's locks do, charge the task's coop budget only once the
-        // lock is ours (see the module docs): a spent budget keeps our
-        // place, and a drop while we yield releases the lock.
-        ready!(charge_coop(cx));
-        self.step = Step::Done;
-        Poll::Ready(())
+        Lock { step: Step::Fast { raw, kind, held: false, source, make } }
     }
 
     /// Everything but the uncontended path: out of line, so that the
     /// caller's poll stays small.
     #[inline(never)]
-    fn poll_contended(&mut self, cx: &mut Context<'_>) -> Poll<()> {
-        if let Step::Start { kind, source } = self.step {
+    fn poll_contended(&mut self, cx: &mut Context<'_>) -> Poll<G> {
+        if let Step::Fast { .. } = self.step {
             // The fast path has just failed: go straight to the contended
             // path (a second CAS on a held word only pulls the owner's line).
-            let acquire = Acquire::after_failed_try(self.raw, kind);
-            self.step = Step::Contended(ManuallyDrop::new(self.raw.trace().async_op(acquire, source)));
+            // Nothing is pinned yet: `make` may move into the node's future.
+            let Step::Fast { raw, kind, source, make, .. } = core::mem::replace(&mut self.step, Step::Done) else {
+                unreachable!()
+            };
+            let acquire = Acquire::after_failed_try(raw, kind, make);
+            self.step = Step::Contended(ManuallyDrop::new(raw.trace().async_op(acquire, source)));
         }
         let Step::Contended(acquire) = &mut self.step else {
             panic!("lock future polled after completion");
@@ -123,12 +120,13 @@ impl<'a, F: Fn() -> G, G, L: Layout> Lock<'a, F, L> {
         // SAFETY: `acquire` lives inside the pinned `Lock` and is never moved
         // out: it is dropped in place below (after it completed) or in
         // `drop_slow`.
-        ready!(unsafe { Pin::new_unchecked(&mut **acquire) }.poll(cx));
-        // `Acquire` charged the coop budget itself once the lock was ours.
+        let guard = ready!(unsafe { Pin::new_unchecked(&mut **acquire) }.poll(cx));
+        // `Acquire` charged the coop budget itself once the lock was ours,
+        // and made the guard.
         // SAFETY: dropped in place, once: `step` is overwritten next.
         unsafe { ManuallyDrop::drop(acquire) };
         self.step = Step::Done;
-        Poll::Ready(())
+        Poll::Ready(guard)
     }
 }
 
@@ -139,11 +137,11 @@ impl<F, L: Layout> Lock<'_, F, L> {
         match &mut self.step {
             // SAFETY: the fast path took the lock for this future and it was
             // never handed to a guard.
-            Step::Held(kind) => unsafe { self.raw.unlock(*kind) },
+            Step::Fast { raw, kind, held: true, .. } => unsafe { raw.unlock(*kind) },
             // SAFETY: dropped in place (it is pinned), once: the `Lock` is
             // going away. Its own `Drop` unlinks or passes on its node.
             Step::Contended(acquire) => unsafe { ManuallyDrop::drop(acquire) },
-            Step::Start { .. } | Step::Done => {}
+            Step::Fast { held: false, .. } | Step::Done => {}
         }
     }
 }
@@ -156,23 +154,29 @@ impl<F: Fn() -> G, G, L: Layout> Future for Lock<'_, F, L> {
         // SAFETY: nothing is moved out of `this`; `Step::Contended` is pinned
         // structurally (see `poll_contended`).
         let this = unsafe { self.get_unchecked_mut() };
-        ready!(match this.step {
-            Step::Start { kind, .. } if this.raw.try_acquire(kind) => {
-                this.step = Step::Held(kind);
-                this.charge(cx)
+        if let Step::Fast { raw, kind, held, make, .. } = &mut this.step
+            && (*held || raw.try_acquire(*kind))
+        {
+            // As tokio's locks do, charge the task's coop budget only once
+            // the lock is ours (see the module docs): a spent budget keeps
+            // our place, and a drop while we yield releases the lock.
+            if charge_coop(cx).is_pending() {
+                *held = true;
+                return Poll::Pending;
             }
-            Step::Held(_) => this.charge(cx),
-            _ => this.poll_contended(cx),
-        });
-        // The lock is ours, and `step` is `Done`: this runs once.
-        Poll::Ready((this.make)())
+            // The lock is ours: this runs once, as `step` is `Done` next.
+            let guard = make();
+            this.step = Step::Done;
+            return Poll::Ready(guard);
+        }
+        this.poll_contended(cx)
     }
 }
 
 impl<F, L: Layout> Drop for Lock<'_, F, L> {
     #[inline]
     fn drop(&mut self) {
-        if !matches!(self.step, Step::Done | Step::Start { .. }) {
+        if !matches!(self.step, Step::Done | Step::Fast { held: false, .. }) {
             self.drop_slow();
         }
     }
@@ -211,13 +215,16 @@ enum Phase {
     Done,
 }
 
-/// Acquires `lock` in mode `kind`; resolves once the lock is held.
-pub(crate) struct Acquire<'a, L: Layout = Inline> {
+/// Acquires `lock` in mode `kind`; once the lock is held it resolves to
+/// what `make` makes of it, as [`Lock`] does.
+pub(crate) struct Acquire<'a, F, L: Layout = Inline> {
     lock: &'a RawRwLock<L>,
     node: Waiter,
     phase: Phase,
     /// When the contended path started (`stats` feature; zero-sized without).
     since: Stamp,
+    /// [`Lock`]'s guard maker, called once, with the lock held for it.
+    make: F,
 }
 
 // SAFETY: the future holds a shared reference to a `RawRwLock` (Sync) and a
@@ -225,26 +232,26 @@ pub(crate) struct Acquire<'a, L: Layout = Inline> {
 // the future itself; moving the future between threads or polling it from
 // one while another holds a `&` to it is therefore sound, as for tokio's
 // `Acquire`.
-unsafe impl<L: Layout> Send for Acquire<'_, L> {}
+unsafe impl<F: Send, L: Layout> Send for Acquire<'_, F, L> {}
 // SAFETY: `&Acquire` exposes nothing: every method takes `Pin<&mut Self>`.
-unsafe impl<L: Layout> Sync for Acquire<'_, L> {}
+unsafe impl<F: Sync, L: Layout> Sync for Acquire<'_, F, L> {}
 
-impl<'a, L: Layout> Acquire<'a, L> {
+impl<'a, F, L: Layout> Acquire<'a, F, L> {
     /// For a caller whose own [`try_acquire`](RawRwLock::try_acquire) has
     /// just failed: the first poll does not try the word again. A second
     /// compare-and-swap on a held lock only takes its cache line from the
     /// owner, who is inside its critical section.
     #[inline]
-    pub(crate) fn after_failed_try(lock: &'a RawRwLock<L>, kind: Kind) -> Self {
-        Acquire { lock, node: Waiter::new(kind, lock.key()), phase: Phase::Contend, since: Stamp::unset() }
+    pub(crate) fn after_failed_try(lock: &'a RawRwLock<L>, kind: Kind, make: F) -> Self {
+        Acquire { lock, node: Waiter::new(kind, lock.key()), phase: Phase::Contend, since: Stamp::unset(), make }
     }
 }
 
-impl<L: Layout> Future for Acquire<'_, L> {
-    type Output = ();
+impl<F: Fn() -> G, G, L: Layout> Future for Acquire<'_, F, L> {
+    type Output = G;
 
     #[inline]
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<G> {
         // SAFETY: nothing is moved out of `this`; the node stays where it is
         // for as long as it can be linked (until our Drop unlinks it).
         let this = unsafe { self.get_unchecked_mut() };
@@ -271,11 +278,11 @@ impl<L: Layout> Future for Acquire<'_, L> {
         this.phase = Phase::Held;
         ready!(charge_coop(cx));
         this.phase = Phase::Done;
-        Poll::Ready(())
+        Poll::Ready((this.make)())
     }
 }
 
-impl<L: Layout> Drop for Acquire<'_, L> {
+impl<F, L: Layout> Drop for Acquire<'_, F, L> {
     fn drop(&mut self) {
         match self.phase {
             Phase::Queued => self.lock.cancel(&self.node),

@@ -6,7 +6,8 @@ use core::future::Future;
 use core::marker::PhantomData;
 use std::sync::Arc;
 
-use crate::acquire::{blocking, future::Lock};
+use crate::acquire::blocking;
+use crate::acquire::future::{Lock, owned};
 use crate::config::MAX_READERS;
 use crate::error::TryLockError;
 use crate::guard::{Held, Holder, impl_guard_traits, nn_mut};
@@ -326,11 +327,9 @@ impl<T: ?Sized> Mutex<T> {
     /// *n = 2;
     /// # }
     /// ```
-    pub async fn lock_owned(self: Arc<Self>) -> OwnedMutexGuard<T> {
-        // SAFETY: `make` does nothing; the lock is ours once this completes.
-        unsafe { Lock::new(&self.raw, Kind::Write, "Mutex::lock_owned", || ()) }.await;
-        // SAFETY: the future above completed, so the lock is ours.
-        unsafe { OwnedMutexGuard::new(self) }
+    pub fn lock_owned(self: Arc<Self>) -> impl Future<Output = OwnedMutexGuard<T>> {
+        // SAFETY: the guard gets the lock with the `Arc`.
+        unsafe { owned(self, |mutex| &mutex.raw, Kind::Write, "Mutex::lock_owned", OwnedMutexGuard::new) }
     }
 
     /// Locks this mutex if that needs no waiting.

@@ -6,7 +6,8 @@ use core::future::Future;
 use core::marker::PhantomData;
 use std::sync::Arc;
 
-use crate::acquire::{blocking, future::Lock};
+use crate::acquire::blocking;
+use crate::acquire::future::{Lock, owned};
 use crate::config::MAX_READERS;
 use crate::error::TryLockError;
 use crate::guard::{Held, Holder, impl_guard_traits, nn, nn_mut};
@@ -405,11 +406,9 @@ impl<T: ?Sized> RwLock<T> {
     /// assert_eq!(*n, 1);
     /// # }
     /// ```
-    pub async fn read_owned(self: Arc<Self>) -> OwnedRwLockReadGuard<T> {
-        // SAFETY: `make` does nothing; the lock is ours once this completes.
-        unsafe { Lock::new(&self.raw, Kind::Read, "RwLock::read_owned", || ()) }.await;
-        // SAFETY: the future completed, so we hold a read lock.
-        unsafe { OwnedRwLockReadGuard::new(self) }
+    pub fn read_owned(self: Arc<Self>) -> impl Future<Output = OwnedRwLockReadGuard<T>> {
+        // SAFETY: the guard gets the read lock with the `Arc`.
+        unsafe { owned(self, |lock| &lock.raw, Kind::Read, "RwLock::read_owned", OwnedRwLockReadGuard::new) }
     }
 
     /// Takes a read lock if that needs no waiting.
@@ -557,11 +556,9 @@ impl<T: ?Sized> RwLock<T> {
     /// *n = 2;
     /// # }
     /// ```
-    pub async fn write_owned(self: Arc<Self>) -> OwnedRwLockWriteGuard<T> {
-        // SAFETY: `make` does nothing; the lock is ours once this completes.
-        unsafe { Lock::new(&self.raw, Kind::Write, "RwLock::write_owned", || ()) }.await;
-        // SAFETY: the future completed, so we hold the write lock.
-        unsafe { OwnedRwLockWriteGuard::new(self) }
+    pub fn write_owned(self: Arc<Self>) -> impl Future<Output = OwnedRwLockWriteGuard<T>> {
+        // SAFETY: the guard gets the write lock with the `Arc`.
+        unsafe { owned(self, |lock| &lock.raw, Kind::Write, "RwLock::write_owned", OwnedRwLockWriteGuard::new) }
     }
 
     /// Takes the write lock if that needs no waiting.

@@ -84,6 +84,14 @@ fn a_thread_waits(lock: &Arc<Mutex<i32>>, wait: Duration) {
         let lock = Arc::clone(lock);
         std::thread::spawn(move || *lock.blocking_lock() += 1)
     };
+    // The hold is timed from when the thread has queued, so that its wait
+    // is at least `wait` however late it started (on a loaded machine a
+    // new thread can take milliseconds to run).
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !lock.__describe().contains("Write WAITING") {
+        assert!(std::time::Instant::now() < deadline, "the thread did not queue: {}", lock.__describe());
+        std::thread::sleep(Duration::from_micros(100));
+    }
     std::thread::sleep(wait);
     drop(held);
     waiter.join().unwrap();

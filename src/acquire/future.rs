@@ -41,7 +41,9 @@
 use core::future::Future;
 use core::mem::ManuallyDrop;
 use core::pin::Pin;
+use core::ptr;
 use core::task::{Context, Poll, ready};
+use std::sync::Arc;
 
 use crate::config::{SPIN, SPIN_LIMIT_ASYNC_NS};
 use crate::layout::{Inline, Layout};
@@ -53,7 +55,8 @@ use crate::wait_queue::{Task, Waiter};
 
 /// Acquires `raw` in mode `kind` for an async caller; once the lock is held
 /// it resolves to what `make` makes of it (the method's guard), which then
-/// owns the lock.
+/// owns the lock. `make` runs once, and may take what it holds along (the
+/// `Arc` of an owned acquisition, see [`owned`]).
 ///
 /// `poll` is inlined at every `.await` on purpose: the uncontended path is a
 /// compare-and-swap and tokio's coop charge, smaller than the call that would
@@ -90,7 +93,7 @@ enum Step<'a, F, L: Layout> {
     Done,
 }
 
-impl<'a, F: Fn() -> G, G, L: Layout> Lock<'a, F, L> {
+impl<'a, F: FnOnce() -> G, G, L: Layout> Lock<'a, F, L> {
     /// # Safety
     ///
     /// `make` may assume that `raw` is held in mode `kind` on its behalf,
@@ -146,7 +149,7 @@ impl<F, L: Layout> Lock<'_, F, L> {
     }
 }
 
-impl<F: Fn() -> G, G, L: Layout> Future for Lock<'_, F, L> {
+impl<F: FnOnce() -> G, G, L: Layout> Future for Lock<'_, F, L> {
     type Output = G;
 
     #[inline(always)]
@@ -164,10 +167,13 @@ impl<F: Fn() -> G, G, L: Layout> Future for Lock<'_, F, L> {
                 *held = true;
                 return Poll::Pending;
             }
-            // The lock is ours: this runs once, as `step` is `Done` next.
-            let guard = make();
-            this.step = Step::Done;
-            return Poll::Ready(guard);
+            // The lock is ours: `make` runs once, as `step` is `Done` next.
+            // SAFETY: `make` is moved out once, and `step` is overwritten
+            // without dropping it again (its other fields own nothing).
+            let make = unsafe { ptr::read(make) };
+            // SAFETY: as above; `Fast` holds nothing pinned.
+            unsafe { ptr::write(&mut this.step, Step::Done) };
+            return Poll::Ready(make());
         }
         this.poll_contended(cx)
     }
@@ -223,8 +229,9 @@ pub(crate) struct Acquire<'a, F, L: Layout = Inline> {
     phase: Phase,
     /// When the contended path started (`stats` feature; zero-sized without).
     since: Stamp,
-    /// [`Lock`]'s guard maker, called once, with the lock held for it.
-    make: F,
+    /// [`Lock`]'s guard maker, called once, with the lock held for it:
+    /// taken out when `phase` becomes `Done`, dropped by `Drop` before.
+    make: ManuallyDrop<F>,
 }
 
 // SAFETY: the future holds a shared reference to a `RawRwLock` (Sync) and a
@@ -243,11 +250,12 @@ impl<'a, F, L: Layout> Acquire<'a, F, L> {
     /// owner, who is inside its critical section.
     #[inline]
     pub(crate) fn after_failed_try(lock: &'a RawRwLock<L>, kind: Kind, make: F) -> Self {
+        let make = ManuallyDrop::new(make);
         Acquire { lock, node: Waiter::new(kind, lock.key()), phase: Phase::Contend, since: Stamp::unset(), make }
     }
 }
 
-impl<F: Fn() -> G, G, L: Layout> Future for Acquire<'_, F, L> {
+impl<F: FnOnce() -> G, G, L: Layout> Future for Acquire<'_, F, L> {
     type Output = G;
 
     #[inline]
@@ -278,7 +286,9 @@ impl<F: Fn() -> G, G, L: Layout> Future for Acquire<'_, F, L> {
         this.phase = Phase::Held;
         ready!(charge_coop(cx));
         this.phase = Phase::Done;
-        Poll::Ready((this.make)())
+        // SAFETY: taken once: `phase` is `Done` from now on, and `Drop`
+        // drops `make` only before.
+        Poll::Ready(unsafe { ManuallyDrop::take(&mut this.make) }())
     }
 }
 
@@ -291,7 +301,47 @@ impl<F, L: Layout> Drop for Acquire<'_, F, L> {
             Phase::Held => unsafe { self.lock.unlock(self.node.kind) },
             Phase::Contend | Phase::Done => {}
         }
+        // After the lock is let go: `make` may own the lock's allocation
+        // (an `Arc`, see [`owned`]).
+        if self.phase != Phase::Done {
+            // SAFETY: not taken yet (`poll` takes it as the phase becomes
+            // `Done`), and dropped once, here.
+            unsafe { ManuallyDrop::drop(&mut self.make) };
+        }
     }
+}
+
+/// The future of an owned acquisition (`read_owned`, `write_owned`,
+/// `lock_owned`): `make` takes the `Arc` along into the guard, and the
+/// lock's address is a reference into the allocation it keeps alive.
+///
+/// In the `async fn` these methods were, the `Arc` sat beside the [`Lock`]
+/// and took it from 96 bytes to 128 (the node's alignment); inside `make` it
+/// fills the node's padding instead, as tokio's own owned futures do.
+///
+/// # Safety
+///
+/// As [`Lock::new`]: `make` may assume that `raw(&arc)` is held in mode
+/// `kind` on its behalf, and must hand the lock to what it returns.
+#[inline]
+pub(crate) unsafe fn owned<X: ?Sized, G>(
+    arc: Arc<X>,
+    raw: fn(&X) -> &RawRwLock,
+    kind: Kind,
+    source: &'static str,
+    make: unsafe fn(Arc<X>) -> G,
+) -> Lock<'static, impl FnOnce() -> G> {
+    // SAFETY: the lock lives in the `Arc`'s allocation, which does not move
+    // and which `make` keeps alive until it hands the `Arc` to the guard.
+    // The future uses this reference only before that: its steps after
+    // `make` ran (`Done`) hold none, and its drops let the lock go before
+    // they drop `make` (`Acquire`'s drop, `Lock`'s drop glue after
+    // `drop_slow`).
+    let raw: &'static RawRwLock = unsafe { &*ptr::from_ref(raw(&arc)) };
+    // SAFETY: `make` gets the lock with the `Arc` (the caller's promise).
+    let make = move || unsafe { make(arc) };
+    // SAFETY: the caller's promise.
+    unsafe { Lock::new(raw, kind, source, make) }
 }
 
 /// How long an async acquirer may spin on `lock`.

@@ -130,12 +130,14 @@
 //! * **Reader limit.** At most `2^27 - 1` readers at once (tokio: `2^29 - 1`).
 //!   `with_max_readers` accepts tokio's whole range and caps it there, a
 //!   limit no program reaches (it takes 1 GiB of live read guards).
-//! * **Size.** `RwLock<()>` and `Mutex<()>` are 16 bytes (tokio: 48 and 40).
+//! * **Size.** `RwLock<()>` and `Mutex<()>` are 16 bytes (tokio: 48 and
+//!   40). The futures of `read`, `write`, `lock` and their `_owned` forms
+//!   are 96 bytes each (tokio: 96, 96 and 120, owned or not).
 //! * **Tracing.** tokio-console sees the locks only with the `tracing`
 //!   feature (tokio needs `tokio_unstable` and its own `tracing` feature);
 //!   the async-op spans are made only for acquisitions that wait.
-//! * **Signatures.** `read`, `write` and `lock` are `fn`s that return
-//!   `impl Future` where tokio has `async fn`s. Callers cannot tell (the
+//! * **Signatures.** `read`, `write` and `lock` and their `_owned` forms
+//!   are `fn`s that return `impl Future` where tokio has `async fn`s. Callers cannot tell (the
 //!   futures have tokio's auto traits, `!Unpin` included), and the
 //!   uncontended path, one atomic operation and tokio's coop charge, is
 //!   inlined wherever the future is awaited.

@@ -1291,6 +1291,73 @@ async fn every_acquisition_charges_one_unit_of_coop_budget_as_tokio_s_locks_do()
     assert!(tokio::task::coop::consume_budget().now_or_never().is_none(), "the granted waiter's charge was given back");
 }
 
+/// An owned future keeps its lock's `Arc` and uses the lock through it:
+/// one that holds the last `Arc` must let the lock go before it frees it,
+/// whatever step it is dropped in. Here it is dropped queued (the guard
+/// ahead gone, so granted or woken, and not polled since), and holding the
+/// lock while the coop budget makes it yield; Miri (`.ci/miri`) fails a
+/// use after free. (No `Weak` may watch the lock: it would keep the
+/// allocation, and the lock's memory readable, after the lock's drop. The
+/// lock's value says when it is dropped instead.)
+#[tokio::test]
+async fn an_owned_future_holding_the_last_arc_lets_the_lock_go_before_freeing_it() {
+    use futures::FutureExt;
+    use std::future::Future;
+    use std::pin::Pin;
+    use std::sync::atomic::AtomicBool;
+    type Acquire = Pin<Box<dyn Future<Output = ()>>>;
+    /// The lock's value: marks its drop.
+    struct Freed(Arc<AtomicBool>);
+    impl Drop for Freed {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::Relaxed);
+        }
+    }
+    fn freed() -> (Arc<AtomicBool>, Freed) {
+        let flag = Arc::new(AtomicBool::new(false));
+        (flag.clone(), Freed(flag))
+    }
+    type Held = Box<dyn std::any::Any>;
+    fn check<L>(
+        what: &str,
+        new: impl FnOnce(Freed) -> L,
+        hold: impl FnOnce(&Arc<L>) -> Held,
+        acquire: impl FnOnce(Arc<L>) -> Acquire,
+    ) {
+        let (flag, value) = freed();
+        let lock = Arc::new(new(value));
+        let held = hold(&lock);
+        let mut queued = acquire(lock);
+        assert!(queued.as_mut().poll(&mut Context::from_waker(Waker::noop())).is_pending(), "{what}");
+        drop(held);
+        assert!(!flag.load(Ordering::Relaxed), "{what}: the guard ahead freed the lock");
+        drop(queued);
+        assert!(flag.load(Ordering::Relaxed), "{what}: the future did not free the lock");
+    }
+    let write = |l: &Arc<RwLock<Freed>>| -> Held { Box::new(l.clone().try_write_owned().unwrap()) };
+    let read = |l: &Arc<RwLock<Freed>>| -> Held { Box::new(l.clone().try_read_owned().unwrap()) };
+    let lock = |m: &Arc<Mutex<Freed>>| -> Held { Box::new(m.clone().try_lock_owned().unwrap()) };
+    check("read_owned", RwLock::new, write, |l| Box::pin(l.read_owned().map(drop)));
+    check("write_owned", RwLock::new, write, |l| Box::pin(l.write_owned().map(drop)));
+    check("write_owned behind a reader", RwLock::new, read, |l| Box::pin(l.write_owned().map(drop)));
+    check("lock_owned", Mutex::new, lock, |m| Box::pin(m.lock_owned().map(drop)));
+
+    // Taken on the fast path, then the budget says yield: the future holds
+    // the lock and the last `Arc`.
+    async fn yield_holding<L>(what: &str, new: impl FnOnce(Freed) -> L, acquire: impl FnOnce(Arc<L>) -> Acquire) {
+        let (flag, value) = freed();
+        let mut fut = acquire(Arc::new(new(value)));
+        tokio::task::yield_now().await;
+        while tokio::task::coop::consume_budget().now_or_never().is_some() {}
+        assert!(futures::poll!(fut.as_mut()).is_pending(), "{what}: a spent budget did not make it yield");
+        drop(fut);
+        assert!(flag.load(Ordering::Relaxed), "{what}: the future did not free the lock");
+    }
+    yield_holding("read_owned", RwLock::new, |l| Box::pin(l.read_owned().map(drop))).await;
+    yield_holding("write_owned", RwLock::new, |l| Box::pin(l.write_owned().map(drop))).await;
+    yield_holding("lock_owned", Mutex::new, |m| Box::pin(m.lock_owned().map(drop))).await;
+}
+
 // --- threads and tasks on one lock ---------------------------------------------
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -290,8 +290,12 @@ fn record(title: &str, unit: &'static str, higher_is_better: bool, rows: Vec<rep
     let mut tables = REPORT.lock().unwrap();
     tables.push(report::Table { title: title.to_string(), unit, higher_is_better, rows });
     if let Some((path, machine)) = JSON_SO_FAR.get() {
-        // Errors surface in `write_reports` at the end.
-        let _ = std::fs::write(path, report::json(machine, &tables));
+        // Written aside and renamed, so that a run killed mid-write keeps
+        // the last whole file. Errors surface in `write_reports` at the end.
+        let aside = path.with_extension("json.part");
+        if std::fs::write(&aside, report::json(machine, &tables)).is_ok() {
+            let _ = std::fs::rename(&aside, path);
+        }
     }
 }
 

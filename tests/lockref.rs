@@ -37,6 +37,23 @@ fn sizes() {
     assert_eq!(size_of::<Option<LockArc<()>>>(), size_of::<usize>());
 }
 
+/// `lock_async`'s future is the `Mutex`'s, no bigger than tokio's
+/// `Mutex::lock` (120 bytes), for `LockArc` as for `LockRef` (an `async`
+/// block around `LockRef`'s made `LockArc`'s 224 bytes until 2026-12-04).
+#[test]
+fn lock_futures_are_no_bigger_than_tokios_mutex_lock() {
+    // `tracing` adds the spans of a wait to the future.
+    if cfg!(feature = "tracing") {
+        return;
+    }
+    let tokio = tokio::sync::Mutex::new(0u64);
+    let tokios = size_of_val(&tokio.lock());
+    let (r, a) = (LockRef::new(0u64), LockArc::new(0u64));
+    let (lockref, lockarc) = (size_of_val(&r.lock_async()), size_of_val(&a.lock_async()));
+    assert!(lockref <= tokios, "LockRef::lock_async's future is {lockref} bytes, tokio's Mutex::lock {tokios}");
+    assert!(lockarc <= tokios, "LockArc::lock_async's future is {lockarc} bytes, tokio's Mutex::lock {tokios}");
+}
+
 #[test]
 fn new_and_with_count() {
     let r = LockRef::new(());

@@ -1077,7 +1077,14 @@ fn a_claimed_turn_spaces_the_next_handoff_by_a_claim_gap_only() {
     spacing_test(SPACING_TIMEOUT * 3 / 32, "three quarters of the handoff gap", |slow| {
         let m = Arc::new(Mutex::new(0));
         let (mut task, released) = a_task_behind_a_claimed_turn(&m);
-        let newcomer = m.try_lock().expect("nobody is due within the claim gap");
+        let newcomer = m.try_lock();
+        if newcomer.is_err() && released.elapsed() >= SPACING_TIMEOUT / 64 {
+            // Half the claim gap passed before the newcomer came (under
+            // valgrind, from the thread's release to its join), so the
+            // claim gap may have too: the task was due. Inconclusive.
+            return false;
+        }
+        let newcomer = newcomer.expect("nobody is due within the claim gap");
         // The task, woken by the thread's release, looks again: due by now,
         // it claims its turn (a woken head claims it rather than being
         // handed the lock), so the newcomer's release goes to it.

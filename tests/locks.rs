@@ -43,25 +43,17 @@ fn futures_are_no_bigger_than_tokios() {
     use std::sync::Arc;
     let (lock, tokio_lock) = (Arc::new(RwLock::new(0u64)), Arc::new(tokio::sync::RwLock::new(0u64)));
     let (mutex, tokio_mutex) = (Arc::new(Mutex::new(0u64)), Arc::new(tokio::sync::Mutex::new(0u64)));
-    let ours = [
-        size_of_val(&lock.read()),
-        size_of_val(&lock.write()),
-        size_of_val(&mutex.lock()),
-        size_of_val(&lock.clone().read_owned()),
-        size_of_val(&lock.clone().write_owned()),
-        size_of_val(&mutex.clone().lock_owned()),
+    // (method, ours, tokio's)
+    let sizes = [
+        ("read", size_of_val(&lock.read()), size_of_val(&tokio_lock.read())),
+        ("write", size_of_val(&lock.write()), size_of_val(&tokio_lock.write())),
+        ("lock", size_of_val(&mutex.lock()), size_of_val(&tokio_mutex.lock())),
+        ("read_owned", size_of_val(&lock.clone().read_owned()), size_of_val(&tokio_lock.clone().read_owned())),
+        ("write_owned", size_of_val(&lock.clone().write_owned()), size_of_val(&tokio_lock.clone().write_owned())),
+        ("lock_owned", size_of_val(&mutex.clone().lock_owned()), size_of_val(&tokio_mutex.clone().lock_owned())),
     ];
-    let tokios = [
-        size_of_val(&tokio_lock.read()),
-        size_of_val(&tokio_lock.write()),
-        size_of_val(&tokio_mutex.lock()),
-        size_of_val(&tokio_lock.clone().read_owned()),
-        size_of_val(&tokio_lock.clone().write_owned()),
-        size_of_val(&tokio_mutex.clone().lock_owned()),
-    ];
-    let methods = ["read", "write", "lock", "read_owned", "write_owned", "lock_owned"];
-    eprintln!("futures of {methods:?}: {ours:?} bytes; tokio's {tokios:?}");
-    for ((ours, tokios), method) in ours.into_iter().zip(tokios).zip(methods) {
+    eprintln!("futures' sizes (method, ours, tokio's): {sizes:?}");
+    for (method, ours, tokios) in sizes {
         assert!(ours <= tokios, "{method}'s future is {ours} bytes, tokio's {tokios}");
     }
 }

@@ -105,6 +105,7 @@ variants)
     { nproc; grep -m1 'model name' /proc/cpuinfo; } > "$log"
     for round in $(seq "${ROUNDS:-6}"); do
         for bin in .devbin/variants/showdown-*; do
+            [ -e "$bin" ] || { echo "no builds in .devbin/variants (see: variant NAME)" >> "$log"; break 2; }
             [ $(($(date +%s) - start)) -gt "${VARIANT_SECS:-150}" ] && break 2
             name=${bin##*/showdown-}
             flags=""
@@ -119,7 +120,7 @@ variants)
     cat "$log"
     ;;
 *)
-    echo "usage: benches/sixteen-cores.sh build|showdown|tests|variants" >&2
+    echo "usage: benches/sixteen-cores.sh build|showdown|tests|variant NAME [FEATURES]|variants" >&2
     exit 2
     ;;
 esac

@@ -53,6 +53,10 @@
 //! * **threads 2 and 8**: the same as the 32-thread table, less oversubscribed.
 //! * **async hold across .await**: 64 tasks each holding the write guard over
 //!   a `yield_now().await`: spinning cannot pay here, and must not hurt.
+//!   Then the same with 90% reads (a handler that reads shared state around
+//!   an awaited call): a run of readers woken to compete finds the lock
+//!   taken by the next writer before it runs, so the lock has to learn to
+//!   grant the runs instead.
 //! * **one worker**: async write-heavy and read-heavy again with their 64
 //!   tasks on one worker thread, where the lock's cache line never leaves
 //!   one CPU: what each lock does with no line to move. Two workers could
@@ -743,26 +747,35 @@ fn print_refcount_table(title: &str, rows: &[Row]) {
 // The seeds' experiments and the other issue-4 workloads
 // ---------------------------------------------------------------------------
 
-/// `tasks` tasks (on [`workers()`] workers), each holding the write lock across one
-/// `yield_now().await` per operation: the guard is held while the task is
-/// not running, so spinning for it cannot pay. Only async peers.
-fn hold_across_await<P: Peer>(tasks: usize, dur: Duration) -> Option<Row> {
+/// `tasks` tasks (on [`workers()`] workers), each holding its guard across
+/// one `yield_now().await` per operation, `read_per_mille` of them reads:
+/// the guard is held while the task is not running, so spinning for it
+/// cannot pay. Only async peers.
+fn hold_across_await<P: Peer>(tasks: usize, read_per_mille: u64, dur: Duration) -> Option<Row> {
     if !P::ASYNC {
         return None;
     }
     let lock = Arc::new(P::new(0));
-    Some(run_tasks(P::NAME, tasks, workers(), dur, |_, stop| {
+    Some(run_tasks(P::NAME, tasks, workers(), dur, |i, stop| {
         let lock = lock.clone();
         async move {
+            let mut rng = Xorshift(0x9E37_79B9_7F4A_7C15 ^ (i as u64 + 1));
             let (mut ops, mut hist) = (0u64, Hist::new());
             while !stop.load(Ordering::Relaxed) {
                 let t0 = ticks();
-                let t1 = lock
-                    .write_across_yield(|v| {
+                let t1 = if read_per_mille > 0 && rng.next() % 1000 < read_per_mille {
+                    lock.read_across_yield(|v| {
+                        std::hint::black_box(work(*v));
+                        ticks()
+                    })
+                    .await
+                } else {
+                    lock.write_across_yield(|v| {
                         *v = work(*v);
                         ticks()
                     })
-                    .await;
+                    .await
+                };
                 hist.record(t1.saturating_sub(t0));
                 ops += 1;
             }
@@ -1370,21 +1383,28 @@ fn main() {
     table(&format!("threads: {} threads on {w} cores, blocking API (Mutex)", 8 * k), &mut || {
         rows!(for_each_mutex, &format!("{} threads", 8 * k), |P| threads::<P>(8 * k, dur))
     });
-    table(
-        &format!("async hold across .await: {tasks} tasks on {w} workers, write guard held over a yield (RwLock)"),
-        &mut || {
+    for (title, read_per_mille) in [
+        (format!("async hold across .await: {tasks} tasks on {w} workers, write guard held over a yield (RwLock)"), 0),
+        (
+            format!(
+                "async hold across .await (90% reads): {tasks} tasks on {w} workers, guard held over a yield (RwLock)"
+            ),
+            900,
+        ),
+    ] {
+        table(&title, &mut || {
             let mut rows = Vec::new();
             for_each_rwlock!(P => {
                 if opts.peer(P::NAME) && P::ASYNC {
-                    progress(&format!("hold across .await {}", P::NAME));
+                    progress(&format!("{} {}", &title[6..title.find(':').unwrap()], P::NAME));
                     let _ = hybrid_sync::stats::snapshot(true);
-                    rows.extend(hold_across_await::<P>(tasks, dur));
+                    rows.extend(hold_across_await::<P>(tasks, read_per_mille, dur));
                     print_stats(&opts, P::NAME);
                 }
             });
             rows
-        },
-    );
+        });
+    }
 
     // The seeds' experiments: fewer rounds in quick mode, to stay under a minute.
     let seed_rounds = if full { 3 } else { 1 };

@@ -71,7 +71,13 @@
 //!   thread's releases grant the lock to task heads instead, as tokio does,
 //!   for the next [`GRANT_CREDIT`] of them, then wake one again to see
 //!   whether that still holds. A woken writer that wins clears count and
-//!   credit.
+//!   credit. Readers of a woken run that find a writer in that then stalls
+//!   keep a count and credit of their own (readers that hold the guard
+//!   across `.await`: the first of the run get in and leave, the rest find
+//!   the next writer in before they run), whose grants go to heads of either
+//!   kind, runs of readers included; a reader that gets in clears its count,
+//!   not the credit, since its run-mates may still lose. Writers' losses buy
+//!   grants for writer heads only.
 //!   Only losses to a stalled owner count: a task that loses to a running
 //!   barger (short sections) would most likely win the next time, and
 //!   granting there would idle the lock until the grantee runs.
@@ -127,6 +133,7 @@ use crate::clock;
 use crate::config::{self, BACKOFF_SLOTS, DELAY_MIN_NS};
 #[cfg(not(any(hybrid_sync_loom, hybrid_sync_shuttle)))]
 use crate::config::{DELAY_MAX_NS, DRAIN_POLL_NS, SPIN_PROBE_NS, STALL_RECHECK, STALLS_BEFORE_SKIP};
+use crate::state::Kind;
 
 /// What one poll of the lock word found.
 pub(crate) enum Probe {
@@ -183,12 +190,14 @@ struct Slot {
     /// changing: its owner was not running (a task holding it across
     /// `.await`, or a preempted thread).
     stalls: u32,
-    /// Woken writers in a row (tasks or threads, woken by a release to
-    /// compete) that found this lock taken again by an owner that stalls
-    /// (see [`wake_is_futile`]); a woken writer that won clears it.
-    lost: u32,
-    /// Releases left that grant the lock to a task head rather than wake it.
-    credit: u32,
+    /// Per [`Kind`] (`Kind as usize`): woken readers of runs, and woken
+    /// writers (tasks or threads, woken by a release to compete), in a row
+    /// that found this lock taken again by an owner that stalls (see
+    /// [`wake_is_futile`]); a woken task of that kind that got in clears it.
+    lost: [u16; 2],
+    /// Per [`Kind`]: releases left that grant the lock to a task head rather
+    /// than wake it, bought by the losses of that kind.
+    credit: [u16; 2],
 }
 
 impl Slot {
@@ -196,7 +205,7 @@ impl Slot {
     /// allows, and expect a wait of about half a microsecond (a short
     /// critical section plus a cache-line transfer or two) until its own
     /// history says otherwise.
-    const EMPTY: Slot = Slot { tag: 0, delay_ns: DELAY_MIN_NS, wait_ns: 500, stalls: 0, lost: 0, credit: 0 };
+    const EMPTY: Slot = Slot { tag: 0, delay_ns: DELAY_MIN_NS, wait_ns: 500, stalls: 0, lost: [0; 2], credit: [0; 2] };
 }
 
 std::thread_local! {
@@ -413,57 +422,91 @@ pub(crate) fn spin(addr: usize, limit_ns: u32, mut probe: impl FnMut() -> Probe)
     outcome
 }
 
-/// Woken writers lost the lock to a stalled owner this many times in a row,
-/// on this thread's count, before its releases grant the lock to task heads
-/// instead of waking them, for the next [`GRANT_CREDIT`] releases that find
-/// a task head.
-const LOST_IN_A_ROW: u32 = 4;
+/// Woken writers (tasks or threads), or readers of woken runs, lost the
+/// lock to a stalled owner this many times in a row, on this thread's
+/// count, before its releases grant the lock to task heads instead of waking
+/// them: for the next [`GRANT_CREDIT`] releases that find a writer head
+/// after writers' losses, for the next [`READ_GRANT_CREDIT`] that find a
+/// head of either kind after readers' losses.
+const LOST_IN_A_ROW: u16 = 4;
 /// How many releases grant once woken writers lost [`LOST_IN_A_ROW`] times;
 /// one wakeup in this many is the price of noticing a change of pattern.
 /// With guards held across `.await` (the showdown's hold-across workload,
 /// 64 tasks on 2 workers), wake-and-lose cost two wasted polls per three
 /// operations: 0.76-0.84x tokio's throughput, 0.89-0.96x with this rule.
-const GRANT_CREDIT: u32 = 16;
+/// Writers' losses buy grants for writer heads only: a run of readers that
+/// is granted the lock before it runs keeps every writer out meanwhile, the
+/// cost that waking the run avoids where its readers do get in.
+const GRANT_CREDIT: u16 = 16;
+/// How many releases grant once readers of woken runs lost [`LOST_IN_A_ROW`]
+/// times in a row: to the head whatever its kind (a writer woken into a lock
+/// whose owners stall idles it as much). A wasted wakeup of a run costs the
+/// polls of most of the run, so a credit of 16 was too little: with 64 tasks
+/// holding their guards over a yield, 90% of them reads, 0.93x tokio's
+/// throughput against 0.97-0.98x with 64, and 0.50-0.52x before readers'
+/// losses counted (docs/performance.md, "Read guards held across `.await`").
+const READ_GRANT_CREDIT: u16 = 64;
 
-/// Records how a writer (task or thread) that a release woke to compete for
-/// the lock at `addr` fared when it ran here: `won` it, or found it taken
-/// again by an owner that stalls (`owner_stalls` after its spin).
+/// Records how a task or thread of `kind` that a release woke to compete
+/// for the lock at `addr` fared when it ran here: `won` it (a reader: got in
+/// at once), or found it taken again by an owner that stalls
+/// (`owner_stalls` after its spin).
 #[cfg(not(any(hybrid_sync_loom, hybrid_sync_shuttle)))]
-pub(crate) fn note_woken(addr: usize, won: bool) {
+pub(crate) fn note_woken(addr: usize, kind: Kind, won: bool) {
     let (index, tag) = slot_of(addr);
+    let k = kind as usize;
     SLOTS.with(|slots| {
         let mut slot = slots[index].get();
         if slot.tag != tag {
+            if won {
+                // Nothing learned to clear; keep the slot's lock.
+                return;
+            }
             slot = Slot { tag, ..Slot::EMPTY };
         }
         if won {
-            slot.lost = 0;
-            slot.credit = 0;
+            slot.lost[k] = 0;
+            // A reader's win says nothing of its run-mates.
+            if kind == Kind::Write {
+                slot.credit[k] = 0;
+            }
         } else {
-            slot.lost = (slot.lost + 1).min(LOST_IN_A_ROW);
-            if slot.lost == LOST_IN_A_ROW {
-                slot.credit = GRANT_CREDIT;
+            slot.lost[k] = (slot.lost[k] + 1).min(LOST_IN_A_ROW);
+            if slot.lost[k] == LOST_IN_A_ROW {
+                slot.credit[k] = match kind {
+                    Kind::Read => READ_GRANT_CREDIT,
+                    Kind::Write => GRANT_CREDIT,
+                };
             }
         }
         slots[index].set(slot);
     });
 }
 
-/// Whether waking a task to compete for the lock at `addr` most likely
-/// wastes a poll: the last woken writers all lost it (the lock is taken
-/// again before a woken task can run: a guard held across `.await` whose owner
-/// re-acquires at once), so the release should grant it instead. Each yes
-/// spends a credit; once they are spent a release wakes again, and the
-/// wakeup's outcome says whether that still holds.
+/// Whether waking a task head of kind `head` to compete for the lock at
+/// `addr` most likely wastes a poll: the last woken writers (for a writer
+/// head) or readers of woken runs (for either) all lost it (the lock is
+/// taken again before a woken task can run: a guard held across `.await`
+/// whose owner re-acquires at once), so the release should grant it
+/// instead. Each yes spends a credit, a writer head its own kind's first;
+/// once they are spent a release wakes again, and the wakeup's outcome says
+/// whether that still holds.
 #[cfg(not(any(hybrid_sync_loom, hybrid_sync_shuttle)))]
-pub(crate) fn wake_is_futile(addr: usize) -> bool {
+pub(crate) fn wake_is_futile(addr: usize, head: Kind) -> bool {
     let (index, tag) = slot_of(addr);
     SLOTS.with(|slots| {
         let mut slot = slots[index].get();
-        if slot.tag != tag || slot.credit == 0 {
+        if slot.tag != tag {
             return false;
         }
-        slot.credit -= 1;
+        let k = match head {
+            Kind::Write if slot.credit[Kind::Write as usize] > 0 => Kind::Write as usize,
+            _ => Kind::Read as usize,
+        };
+        if slot.credit[k] == 0 {
+            return false;
+        }
+        slot.credit[k] -= 1;
         slots[index].set(slot);
         true
     })
@@ -489,11 +532,11 @@ pub(crate) fn owner_stalls(_addr: usize, _limit_ns: u32) -> bool {
 
 /// Under the model checkers nothing is learned.
 #[cfg(any(hybrid_sync_loom, hybrid_sync_shuttle))]
-pub(crate) fn note_woken(_addr: usize, _won: bool) {}
+pub(crate) fn note_woken(_addr: usize, _kind: Kind, _won: bool) {}
 
 /// Under the model checkers nothing is learned.
 #[cfg(any(hybrid_sync_loom, hybrid_sync_shuttle))]
-pub(crate) fn wake_is_futile(_addr: usize) -> bool {
+pub(crate) fn wake_is_futile(_addr: usize, _head: Kind) -> bool {
     false
 }
 
@@ -526,26 +569,57 @@ mod tests {
     #[test]
     fn woken_writers_losing_to_a_stalled_owner_buy_grants_and_a_win_clears_them() {
         let addr = 0x5eed_0000usize;
-        assert!(!wake_is_futile(addr), "nothing learned yet");
+        let (r, w) = (Kind::Read, Kind::Write);
+        assert!(!wake_is_futile(addr, w), "nothing learned yet");
         for _ in 0..LOST_IN_A_ROW - 1 {
-            note_woken(addr, false);
+            note_woken(addr, w, false);
         }
-        assert!(!wake_is_futile(addr), "fewer losses than LOST_IN_A_ROW");
-        note_woken(addr, false);
+        assert!(!wake_is_futile(addr, w), "fewer losses than LOST_IN_A_ROW");
+        note_woken(addr, w, false);
+        assert!(!wake_is_futile(addr, r), "writers' losses buy no grants for readers");
         for _ in 0..GRANT_CREDIT {
-            assert!(wake_is_futile(addr));
+            assert!(wake_is_futile(addr, w));
         }
-        assert!(!wake_is_futile(addr), "the credit is spent: the next release wakes");
+        assert!(!wake_is_futile(addr, w), "the credit is spent: the next release wakes");
         // That wakeup lost again: one loss renews the credit.
-        note_woken(addr, false);
-        assert!(wake_is_futile(addr));
+        note_woken(addr, w, false);
+        assert!(wake_is_futile(addr, w));
         // A woken writer that wins clears count and credit.
-        note_woken(addr, true);
-        assert!(!wake_is_futile(addr));
-        note_woken(addr, false);
-        assert!(!wake_is_futile(addr), "one loss after a win is not a pattern");
+        note_woken(addr, w, true);
+        assert!(!wake_is_futile(addr, w));
+        note_woken(addr, w, false);
+        assert!(!wake_is_futile(addr, w), "one loss after a win is not a pattern");
         // Another lock learned nothing.
-        assert!(!wake_is_futile(addr + 64));
+        assert!(!wake_is_futile(addr + 64, w));
+    }
+
+    #[test]
+    fn woken_readers_losing_buy_grants_for_both_kinds_and_a_win_clears_only_the_count() {
+        let addr = 0x5eed_1000usize;
+        let (r, w) = (Kind::Read, Kind::Write);
+        for _ in 0..LOST_IN_A_ROW - 1 {
+            note_woken(addr, r, false);
+        }
+        // A reader that got in breaks the row.
+        note_woken(addr, r, true);
+        note_woken(addr, r, false);
+        assert!(!wake_is_futile(addr, r), "the losses were not in a row");
+        for _ in 0..LOST_IN_A_ROW - 1 {
+            note_woken(addr, r, false);
+        }
+        // The first of the next woken run got in; its run-mates' losses
+        // still bought grants: a reader's win leaves the credit.
+        note_woken(addr, r, true);
+        assert!(wake_is_futile(addr, r));
+        // Writer heads are granted on readers' credit too, when they have
+        // none of their own; a woken writer's win does not touch it.
+        assert!(wake_is_futile(addr, w));
+        note_woken(addr, w, true);
+        for _ in 2..READ_GRANT_CREDIT {
+            assert!(wake_is_futile(addr, r));
+        }
+        assert!(!wake_is_futile(addr, r), "the credit is spent");
+        assert!(!wake_is_futile(addr, w), "the credit is spent");
     }
 
     #[test]

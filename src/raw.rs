@@ -51,15 +51,15 @@
 //!   waited past the timeout, or it is a task that was woken and lost the
 //!   lock to bargers twice in a row: waking it again would only repeat that,
 //!   a wasted poll per release when holders keep the lock across `.await`;
-//!   or it is a task and the writers this thread saw woken have lately kept
-//!   losing the lock to owners that then sat on it, see
-//!   [`backoff::wake_is_futile`]) and can take the lock: grant it (a
-//!   writer, or the run of readers at the head). After a handoff, granted
-//!   or claimed, the next head is not due again before a gap (an eighth of
-//!   the timeout after a grant, a 32nd after a claim) has passed, so
-//!   handoffs stay spaced out however many waiters are overdue (a grant
-//!   made because waking was futile sets no gap: the next release grants
-//!   or wakes by the same rule);
+//!   or it is a task and the woken readers of runs (or, for a writer head,
+//!   the woken writers) this thread saw have lately kept losing the lock to
+//!   owners that then sat on it, see [`backoff::wake_is_futile`]) and can
+//!   take the lock: grant it (a writer, or the run of readers at the
+//!   head). After a handoff, granted or claimed, the next head is not due
+//!   again before a gap (an eighth of the timeout after a grant, a 32nd
+//!   after a claim) has passed, so handoffs stay spaced out however many
+//!   waiters are overdue (a grant made because waking was futile sets no
+//!   gap: the next release grants or wakes by the same rule);
 //! * the head is due but the lock is held: set `HANDOFF`, so that the
 //!   holder's release grants it and nobody else, not even a spinner, can
 //!   take the lock meanwhile;
@@ -705,19 +705,18 @@ impl<L: Layout> RawRwLock<L> {
             && unsafe { head.sleeping_thread() }
     }
 
-    /// Whether waking the head, a task, to compete for the lock rather than
-    /// granting it would most likely waste a poll (see
-    /// [`backoff::wake_is_futile`]).
+    /// Whether waking the head, a task (a writer, or the first of a run of
+    /// readers), to compete for the lock rather than granting it would most
+    /// likely waste a poll (see [`backoff::wake_is_futile`]).
     ///
     /// # Safety
     /// Under the queue lock; `head` is the head of the queue.
     #[inline]
     unsafe fn wake_is_futile(&self, head: &Waiter) -> bool {
         !FAIR
-            && head.kind == Kind::Write
             // SAFETY: forwarded.
             && unsafe { head.sleeping_task() }
-            && backoff::wake_is_futile(self as *const Self as usize)
+            && backoff::wake_is_futile(self as *const Self as usize, head.kind)
     }
 
     /// Whether the head has waited past the handoff timeout.
@@ -1032,7 +1031,7 @@ impl<L: Layout> RawRwLock<L> {
                     Ok(_) => {
                         self.stats.event(Event::RetryWon);
                         if woken {
-                            backoff::note_woken(self as *const Self as usize, true);
+                            backoff::note_woken(self as *const Self as usize, Kind::Write, true);
                         }
                         // SAFETY: our node is linked in `q`, under its lock.
                         unsafe { self.space_handoffs(&q, node, &mut now) };
@@ -1107,8 +1106,9 @@ impl<L: Layout> RawRwLock<L> {
     /// A licensed reader (woken from the head of the queue and unlinked)
     /// takes a read lock if the lock is not write-locked, waiting out a short
     /// write section by spinning; if a writer still holds it, the reader
-    /// goes back to the front of the queue. Returns `true` if it holds the
-    /// lock.
+    /// goes back to the front of the queue (and if that writer stalls, the
+    /// wakeup counts as futile, see [`backoff::wake_is_futile`]). Returns
+    /// `true` if it holds the lock.
     fn enter_licensed(&self, node: &Waiter, spin_limit_ns: u32, task: impl FnOnce() -> Task) -> bool {
         debug_assert_eq!(node.kind, Kind::Read);
         let max = self.state.max_readers();
@@ -1123,7 +1123,9 @@ impl<L: Layout> RawRwLock<L> {
             }
             false
         };
+        let key = self as *const Self as usize;
         if try_enter() {
+            backoff::note_woken(key, Kind::Read, true);
             // SAFETY: our node, licensed and unlinked; consuming the licence
             // leaves it IDLE, as after any acquisition.
             unsafe { node.consume_grant() };
@@ -1132,7 +1134,7 @@ impl<L: Layout> RawRwLock<L> {
         // Wait out a short write section, within the lock's spinner limit
         // (a woken run of readers must not turn into a crowd of spinners).
         if SPIN && spin_limit_ns > 0 && self.queue().try_claim_spinner() {
-            backoff::spin(self as *const Self as usize, spin_limit_ns, || {
+            backoff::spin(key, spin_limit_ns, || {
                 // Relaxed: only says when to try; `try_enter`'s CAS acquires.
                 let s = self.state.load(Ordering::Relaxed);
                 if is_write_locked(s) { Probe::Held(s) } else { Probe::Acquired }
@@ -1154,6 +1156,14 @@ impl<L: Layout> RawRwLock<L> {
         self.stats.event(Event::Queued);
         // SAFETY: our node, unlinked, pinned by its owner as for push_back.
         unsafe { q.push_front(node, task()) };
+        drop(q);
+        // Woken for nothing, if the writer that beat us in sits on the lock
+        // (a guard held across `.await`): a loss, which in a row with others
+        // makes this thread's releases grant task heads, runs of readers
+        // included, instead of waking them (`backoff::wake_is_futile`).
+        if backoff::owner_stalls(key, spin_limit_ns) {
+            backoff::note_woken(key, Kind::Read, false);
+        }
         false
     }
 
@@ -1188,12 +1198,12 @@ impl<L: Layout> RawRwLock<L> {
                 // It lost to an owner that is not running: one that took the
                 // lock back before we could run and then went to sleep with
                 // it, a guard held across `.await`.
-                backoff::note_woken(key, false);
+                backoff::note_woken(key, Kind::Write, false);
             }
             return false;
         }
         self.stats.event(Event::RetryWon);
-        backoff::note_woken(key, true);
+        backoff::note_woken(key, Kind::Write, true);
         let mut q = self.lock_queue();
         let was_head = q.is_head(node);
         // SAFETY: our node is linked in `q`, under its lock.

@@ -36,6 +36,11 @@ pub trait Peer: Send + Sync + 'static {
         &'a self,
         f: impl FnOnce(&mut u64) -> u64 + Send + 'a,
     ) -> impl Future<Output = u64> + Send + 'a;
+    /// The same with the read lock.
+    fn read_across_yield<'a>(
+        &'a self,
+        f: impl FnOnce(&u64) -> u64 + Send + 'a,
+    ) -> impl Future<Output = u64> + Send + 'a;
 }
 
 macro_rules! async_rwlock_peer {
@@ -84,6 +89,16 @@ macro_rules! async_rwlock_peer {
                     let mut guard = self.0.$write().await;
                     tokio::task::yield_now().await;
                     f(&mut *guard)
+                }
+            }
+            fn read_across_yield<'a>(
+                &'a self,
+                f: impl FnOnce(&u64) -> u64 + Send + 'a,
+            ) -> impl Future<Output = u64> + Send + 'a {
+                async move {
+                    let guard = self.0.$read().await;
+                    tokio::task::yield_now().await;
+                    f(&*guard)
                 }
             }
         }
@@ -137,6 +152,12 @@ macro_rules! blocking_peer {
             fn write_across_yield<'a>(
                 &'a self,
                 _: impl FnOnce(&mut u64) -> u64 + Send + 'a,
+            ) -> impl Future<Output = u64> + Send + 'a {
+                async { unreachable!("{} cannot be held across .await", $name) }
+            }
+            fn read_across_yield<'a>(
+                &'a self,
+                _: impl FnOnce(&u64) -> u64 + Send + 'a,
             ) -> impl Future<Output = u64> + Send + 'a {
                 async { unreachable!("{} cannot be held across .await", $name) }
             }
@@ -263,6 +284,13 @@ impl Peer for PlainParking {
     fn write_across_yield<'a>(
         &'a self,
         _: impl FnOnce(&mut u64) -> u64 + Send + 'a,
+    ) -> impl Future<Output = u64> + Send + 'a {
+        async { unreachable!("a blocking lock cannot be held across .await") }
+    }
+    #[allow(clippy::manual_async_fn)] // the trait's signature, with its Send bound
+    fn read_across_yield<'a>(
+        &'a self,
+        _: impl FnOnce(&u64) -> u64 + Send + 'a,
     ) -> impl Future<Output = u64> + Send + 'a {
         async { unreachable!("a blocking lock cannot be held across .await") }
     }

@@ -15,8 +15,8 @@ cd "$(dirname "$0")/.."
 BUILDS="${BUILDS:-default fair no-spin handoff-250us handoff-4ms}"
 ROUNDS="${ROUNDS:-1}"
 # Table titles (substrings) of the showdown, and their column names.
-WORKLOADS=("async write-heavy" "async read-heavy" "threads: 32 threads" "mixed:" "hold across" "seed 002: fairness, 4 tight")
-COLUMNS=("async write" "async read" "32 threads" "mixed" "hold/.await" "seed 002")
+WORKLOADS=("async write-heavy" "async read-heavy" "threads: 32 threads" "mixed:" "hold across .await:" "hold across .await (90% reads)" "seed 002: fairness, 4 tight")
+COLUMNS=("async write" "async read" "32 threads" "mixed" "hold/.await" "hold, 90% reads" "seed 002")
 only="$(IFS=,; echo "${WORKLOADS[*]}")"
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT

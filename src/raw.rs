@@ -1154,8 +1154,15 @@ impl<L: Layout> RawRwLock<L> {
             return true;
         }
         self.stats.event(Event::Queued);
+        let task = task();
+        // A task woken for nothing: from the second time on, the release
+        // that finds it at the head grants it the lock (`lost_wake`).
+        if matches!(task, Task::Waker(_)) {
+            // SAFETY: under the queue lock; our node.
+            unsafe { node.mark_lost_wake() };
+        }
         // SAFETY: our node, unlinked, pinned by its owner as for push_back.
-        unsafe { q.push_front(node, task()) };
+        unsafe { q.push_front(node, task) };
         drop(q);
         // Woken for nothing, if the writer that beat us in sits on the lock
         // (a guard held across `.await`): a loss, which in a row with others

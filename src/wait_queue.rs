@@ -175,7 +175,8 @@ pub(crate) struct Waiter {
     /// unlinked node;
     /// read without the lock by the owner.
     state: AtomicU8,
-    /// How often the node, a woken task, lost the lock to a barger: from
+    /// How often the node, a woken task (a writer, or a licensed reader that
+    /// went back to the queue), lost the lock to a barger: from
     /// [`LOST_WAKES_BEFORE_GRANT`] on, the next release hands the lock to it
     /// instead of waking it again.
     ///

@@ -344,17 +344,38 @@ fn dropping_a_woken_writer_behind_a_requeued_reader_passes_the_token_on() {
 /// after it: the next release wakes the reader, not that writer.
 #[test]
 fn a_licensed_reader_that_loses_keeps_its_place_in_front() {
+    licensed_reader_loses_to_bargers(1);
+}
+
+/// A reader woken with a licence that lost the lock to bargers twice in a
+/// row is not woken only to lose again: the next release grants it the read
+/// lock, as it does a woken writer that keeps losing.
+#[test]
+fn a_licensed_reader_that_keeps_losing_to_bargers_gets_the_next_release() {
+    licensed_reader_loses_to_bargers(2);
+}
+
+/// A licensed reader loses the lock to a barging writer `rounds` times,
+/// each release after that waking it (first in the queue) and not the
+/// writer behind it; from the second loss on, the release grants it.
+fn licensed_reader_loses_to_bargers(rounds: usize) {
     if FAIR {
         return; // under fair nobody barges, so a licensed reader never loses
     }
     retry_if_slow(|slow| {
         let lock = RwLock::new(0);
         let (mut reader, mut writer) = license_a_reader_ahead_of_a_writer(&lock);
-        let Some(barger) = barge(&lock, slow) else { return false };
-        assert_pending!(reader.poll()); // lost: back in the queue
-        drop(barger);
-        assert!(reader.is_woken(), "the release must wake the reader, first in the queue");
-        assert!(!writer.is_woken(), "the writer queued behind the reader was woken first");
+        for round in 0..rounds {
+            let Some(barger) = barge(&lock, slow) else { return false };
+            assert_pending!(reader.poll()); // lost: back in front of the writer
+            drop(barger);
+            assert!(reader.is_woken(), "round {round}: the release must wake the reader, first in the queue");
+            assert!(!writer.is_woken(), "round {round}: the writer queued behind the reader was woken first");
+        }
+        if rounds >= 2 {
+            // Granted: the read lock is the reader's before it runs.
+            assert!(lock.try_write().is_err(), "the release woke the reader to lose again");
+        }
         let r = assert_ready!(reader.poll());
         drop(r);
         assert!(writer.is_woken());

@@ -1383,12 +1383,17 @@ fn main() {
     table(&format!("threads: {} threads on {w} cores, blocking API (Mutex)", 8 * k), &mut || {
         rows!(for_each_mutex, &format!("{} threads", 8 * k), |P| threads::<P>(8 * k, dur))
     });
-    for (title, read_per_mille) in [
-        (format!("async hold across .await: {tasks} tasks on {w} workers, write guard held over a yield (RwLock)"), 0),
+    for (title, label, read_per_mille) in [
+        (
+            format!("async hold across .await: {tasks} tasks on {w} workers, write guard held over a yield (RwLock)"),
+            "hold across .await",
+            0,
+        ),
         (
             format!(
                 "async hold across .await (90% reads): {tasks} tasks on {w} workers, guard held over a yield (RwLock)"
             ),
+            "hold across .await, 90% reads",
             900,
         ),
     ] {
@@ -1396,7 +1401,7 @@ fn main() {
             let mut rows = Vec::new();
             for_each_rwlock!(P => {
                 if opts.peer(P::NAME) && P::ASYNC {
-                    progress(&format!("{} {}", &title[6..title.find(':').unwrap()], P::NAME));
+                    progress(&format!("{label} {}", P::NAME));
                     let _ = hybrid_sync::stats::snapshot(true);
                     rows.extend(hold_across_await::<P>(tasks, read_per_mille, dur));
                     print_stats(&opts, P::NAME);

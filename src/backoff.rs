@@ -190,10 +190,11 @@ struct Slot {
     /// changing: its owner was not running (a task holding it across
     /// `.await`, or a preempted thread).
     stalls: u32,
-    /// Per [`Kind`] (`Kind as usize`): woken readers of runs, and woken
-    /// writers (tasks or threads, woken by a release to compete), in a row
-    /// that found this lock taken again by an owner that stalls (see
-    /// [`wake_is_futile`]); a woken task of that kind that got in clears it.
+    /// Per [`Kind`] (`Kind as usize`): woken readers of runs that found
+    /// this lock write-locked, and woken writers (tasks or threads, woken by
+    /// a release to compete) that found it taken again by an owner that
+    /// stalls, in a row (see [`wake_is_futile`]); a woken task of that kind
+    /// that got in clears it.
     lost: [u16; 2],
     /// Per [`Kind`]: releases left that grant the lock to a task head rather
     /// than wake it, bought by the losses of that kind.
@@ -422,8 +423,8 @@ pub(crate) fn spin(addr: usize, limit_ns: u32, mut probe: impl FnMut() -> Probe)
     outcome
 }
 
-/// Woken writers (tasks or threads), or readers of woken runs, lost the
-/// lock to a stalled owner this many times in a row, on this thread's
+/// Woken writers (tasks or threads) lost the lock to a stalled owner, or
+/// readers of woken runs found it write-locked, this many times in a row, on this thread's
 /// count, before its releases grant the lock to task heads instead of waking
 /// them: for the next [`GRANT_CREDIT`] releases that find a writer head
 /// after writers' losses, for the next [`READ_GRANT_CREDIT`] that find a
@@ -449,8 +450,9 @@ const READ_GRANT_CREDIT: u16 = 64;
 
 /// Records how a task or thread of `kind` that a release woke to compete
 /// for the lock at `addr` fared when it ran here: `won` it (a reader: got in
-/// at once), or found it taken again by an owner that stalls
-/// (`owner_stalls` after its spin).
+/// at once), or lost: a writer found it taken again by an owner that stalls
+/// (`owner_stalls` after its spin), a reader found it write-locked and went
+/// back to the queue.
 #[cfg(not(any(hybrid_sync_loom, hybrid_sync_shuttle)))]
 pub(crate) fn note_woken(addr: usize, kind: Kind, won: bool) {
     let (index, tag) = slot_of(addr);

@@ -1106,9 +1106,9 @@ impl<L: Layout> RawRwLock<L> {
     /// A licensed reader (woken from the head of the queue and unlinked)
     /// takes a read lock if the lock is not write-locked, waiting out a short
     /// write section by spinning; if a writer still holds it, the reader
-    /// goes back to the front of the queue (and if that writer stalls, the
-    /// wakeup counts as futile, see [`backoff::wake_is_futile`]). Returns
-    /// `true` if it holds the lock.
+    /// goes back to the front of the queue, and the wakeup counts as futile
+    /// (see [`backoff::wake_is_futile`]). Returns `true` if it holds the
+    /// lock.
     fn enter_licensed(&self, node: &Waiter, spin_limit_ns: u32, task: impl FnOnce() -> Task) -> bool {
         debug_assert_eq!(node.kind, Kind::Read);
         let max = self.state.max_readers();
@@ -1164,13 +1164,20 @@ impl<L: Layout> RawRwLock<L> {
         // SAFETY: our node, unlinked, pinned by its owner as for push_back.
         unsafe { q.push_front(node, task) };
         drop(q);
-        // Woken for nothing, if the writer that beat us in sits on the lock
-        // (a guard held across `.await`): a loss, which in a row with others
-        // makes this thread's releases grant task heads, runs of readers
-        // included, instead of waking them (`backoff::wake_is_futile`).
-        if backoff::owner_stalls(key, spin_limit_ns) {
-            backoff::note_woken(key, Kind::Read, false);
-        }
+        // Woken for nothing: a loss, which in a row with others makes this
+        // thread's releases grant task heads, runs of readers included,
+        // instead of waking them (`backoff::wake_is_futile`). Whether the
+        // writer that beat us stalls or not: a woken writer spins until it
+        // gets in behind a writer that runs, and counts a loss only to one
+        // that stalls, but a reader may find both spinner slots taken, and
+        // its poll is wasted either way. Counted only behind a stalled
+        // writer (0336bd4), the losses of a run of readers that mostly
+        // lost to writers barging in and holding their guards over a yield
+        // (64 tasks, half of them reads) came to 35% of them, too few in a
+        // row to buy grants: 0.84x tokio's throughput there, 0.88x
+        // counting every loss (docs/performance.md, "Half reads held across
+        // `.await`").
+        backoff::note_woken(key, Kind::Read, false);
         false
     }
 

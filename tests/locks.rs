@@ -384,6 +384,49 @@ fn licensed_reader_loses_to_bargers(rounds: usize) {
     });
 }
 
+/// Readers of a woken run that find the lock write-locked were woken for
+/// nothing, whether the writer that beat them stalls or not: four such
+/// losses in a row on one thread make that thread's releases grant the lock
+/// to task heads for a while (a writer head here) rather than wake them.
+/// Nothing here has spun long enough to learn that the lock's owners stall,
+/// which is all that counted before.
+#[test]
+fn licensed_readers_that_lose_make_the_next_releases_grant_the_head() {
+    if FAIR {
+        return; // under fair every release grants; nobody barges
+    }
+    retry_if_slow(|slow| {
+        let lock = RwLock::new(0);
+        let first = lock.try_write().unwrap();
+        let mut readers: Vec<_> = (0..4).map(|_| spawn(lock.read())).collect();
+        for reader in &mut readers {
+            assert_pending!(reader.poll());
+        }
+        drop(first); // licenses the run of four
+        let Some(barger) = barge(&lock, slow) else { return false };
+        for reader in &mut readers {
+            assert_pending!(reader.poll()); // each loses and queues again
+        }
+        drop(barger);
+        let guards: Vec<_> = readers.iter_mut().map(|r| assert_ready!(r.poll())).collect();
+        drop(guards);
+        // A writer head now: the release grants it before it runs.
+        let held = lock.try_write().unwrap();
+        let mut writer = spawn(lock.write());
+        assert_pending!(writer.poll());
+        drop(held);
+        assert!(writer.is_woken());
+        if lock.try_write().is_ok() {
+            if slow() {
+                return false;
+            }
+            panic!("the release woke the writer to compete: {}", lock.__describe());
+        }
+        let _w = assert_ready!(writer.poll());
+        true
+    });
+}
+
 /// A reader woken with a licence (its release did not wake the writer
 /// behind it) and dropped before it ran, as the losing branch of a
 /// `select!`: the writer must be woken (found by tests/torture.rs).

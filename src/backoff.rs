@@ -424,11 +424,11 @@ pub(crate) fn spin(addr: usize, limit_ns: u32, mut probe: impl FnMut() -> Probe)
 }
 
 /// Woken writers (tasks or threads) lost the lock to a stalled owner, or
-/// readers of woken runs found it write-locked, this many times in a row, on this thread's
-/// count, before its releases grant the lock to task heads instead of waking
-/// them: for the next [`GRANT_CREDIT`] releases that find a writer head
-/// after writers' losses, for the next [`READ_GRANT_CREDIT`] that find a
-/// head of either kind after readers' losses.
+/// readers of woken runs found it write-locked, this many times in a row,
+/// on this thread's count, before its releases grant the lock to task heads
+/// instead of waking them: for the next [`GRANT_CREDIT`] releases that find
+/// a writer head after writers' losses, for the next [`READ_GRANT_CREDIT`]
+/// that find a head of either kind after readers' losses.
 const LOST_IN_A_ROW: u16 = 4;
 /// How many releases grant once woken writers lost [`LOST_IN_A_ROW`] times;
 /// one wakeup in this many is the price of noticing a change of pattern.

@@ -11,9 +11,10 @@
 //!
 //! Elsewhere `any(hybrid_sync_loom, hybrid_sync_shuttle)` marks what a
 //! model checker needs changed: no `const` constructors (loom's atomics are
-//! not `const`), no timed parks (neither models time), the queue lock yields
-//! instead of parking, spinning is two polls with no clock, and `LockRef`
-//! keeps its wait queue inline instead of in a static table.
+//! not `const`), no timed parks (neither models time), the queue lock parks
+//! on a loom mutex and park (loom) or yields (shuttle) where parking_lot_core
+//! would park, spinning is two polls with no clock, and `LockRef` keeps its
+//! wait queue inline instead of in a static table.
 //!
 //! [loom]: https://docs.rs/loom
 //! [shuttle]: https://docs.rs/shuttle

@@ -484,6 +484,11 @@ impl Word {
 pub(crate) struct WaitQueue {
     /// The head node's address and the flags (see the module docs).
     word: Word,
+    /// Under loom, the threads parked on the queue lock: the model's
+    /// stand-in for parking_lot_core's bucket of this word's address, so that
+    /// the `QPARKED` handshake is modelled too (see `park_on_lock`).
+    #[cfg(hybrid_sync_loom)]
+    parked: loom::sync::Mutex<Vec<loom::thread::Thread>>,
 }
 
 impl WaitQueue {
@@ -492,7 +497,12 @@ impl WaitQueue {
         WaitQueue { word: Word::new() }
     }
 
-    #[cfg(any(hybrid_sync_loom, hybrid_sync_shuttle))]
+    #[cfg(hybrid_sync_loom)]
+    pub(crate) fn new() -> Self {
+        WaitQueue { word: Word::new(), parked: loom::sync::Mutex::new(Vec::new()) }
+    }
+
+    #[cfg(all(hybrid_sync_shuttle, not(hybrid_sync_loom)))]
     pub(crate) fn new() -> Self {
         WaitQueue { word: Word::new() }
     }
@@ -545,11 +555,17 @@ impl WaitQueue {
                     Err(_) => continue,
                 }
             }
-            if cfg!(any(hybrid_sync_loom, hybrid_sync_shuttle)) {
+            // shuttle's waiters yield (its scheduler is randomized, and fair
+            // in the long run); loom's park at once, as a waiter here does
+            // after its spins. A yield loop would not do under loom: its
+            // exhaustive scheduler also explores two waiters yielding to
+            // each other forever while the holder never runs (the branch
+            // limit, at 3 preemptions), a schedule no real one keeps up.
+            if cfg!(all(hybrid_sync_shuttle, not(hybrid_sync_loom))) {
                 crate::loom::yield_now();
                 continue;
             }
-            if flags(w) & QPARKED == 0 && spins < QUEUE_LOCK_SPINS {
+            if !cfg!(hybrid_sync_loom) && flags(w) & QPARKED == 0 && spins < QUEUE_LOCK_SPINS {
                 spins += 1;
                 for _ in 0..(1 << spins.min(4)) {
                     crate::loom::spin_loop();
@@ -584,9 +600,30 @@ impl WaitQueue {
         }
     }
 
-    #[cfg(any(hybrid_sync_loom, hybrid_sync_shuttle))]
+    /// The model's park: parking_lot_core's protocol on a loom mutex. The
+    /// parker validates `QLOCKED | QPARKED` under the mutex, as under the
+    /// bucket lock, and the unlocker clears `QPARKED` under it
+    /// (`unlock_and_unpark`), so nobody parks after the unlock that should
+    /// have woken it.
+    #[cfg(hybrid_sync_loom)]
     fn park_on_lock(&self) {
-        unreachable!("the model never parks on the queue lock")
+        let me = loom::thread::current();
+        {
+            let mut parked = self.parked.lock().unwrap();
+            if flags(self.word.load(Ordering::Relaxed)) & (QLOCKED | QPARKED) != QLOCKED | QPARKED {
+                return;
+            }
+            parked.push(me.clone());
+        }
+        loom::thread::park();
+        // loom's park returns early on an unpark meant for this thread's
+        // lock node (unlike parking_lot_core's): then we are still listed.
+        self.parked.lock().unwrap().retain(|t| t.id() != me.id());
+    }
+
+    #[cfg(all(hybrid_sync_shuttle, not(hybrid_sync_loom)))]
+    fn park_on_lock(&self) {
+        unreachable!("shuttle's waiters never park on the queue lock")
     }
 
     /// Releases the queue lock, publishing `head`.
@@ -624,16 +661,7 @@ impl WaitQueue {
             // would-be parker validates QLOCKED|QPARKED: nobody can park
             // between this release and the unpark, and QPARKED stays set
             // exactly while someone is still parked.
-            let parked = if result.have_more_threads { QPARKED } else { 0 };
-            let mut w = self.word.load(Ordering::Relaxed);
-            while let Err(actual) = self.word.compare_exchange_weak(
-                w,
-                head.map_addr(|a| a | (flags(w) & (SPINNERS | GRANTEE)) | parked),
-                Ordering::Release,
-                Ordering::Relaxed,
-            ) {
-                w = actual;
-            }
+            self.unlock_parked(head, result.have_more_threads);
             parking_lot_core::DEFAULT_UNPARK_TOKEN
         };
         // SAFETY: the callback does not panic and does not call into
@@ -643,9 +671,43 @@ impl WaitQueue {
         }
     }
 
-    #[cfg(any(hybrid_sync_loom, hybrid_sync_shuttle))]
+    /// The model's unpark (see `park_on_lock`): the oldest parker goes,
+    /// after the unlock, made under the mutex.
+    #[cold]
+    #[cfg(hybrid_sync_loom)]
+    fn unlock_and_unpark(&self, head: *mut Waiter) {
+        let next = {
+            let mut parked = self.parked.lock().unwrap();
+            let next = (!parked.is_empty()).then(|| parked.remove(0));
+            self.unlock_parked(head, !parked.is_empty());
+            next
+        };
+        if let Some(thread) = next {
+            thread.unpark();
+        }
+    }
+
+    #[cfg(all(hybrid_sync_shuttle, not(hybrid_sync_loom)))]
     fn unlock_and_unpark(&self, _head: *mut Waiter) {
-        unreachable!("QPARKED is never set under the model")
+        unreachable!("QPARKED is never set under shuttle")
+    }
+
+    /// Releases the queue lock with threads parked on it, publishing `head`
+    /// and keeping `QPARKED` if some are left parked. Called where no
+    /// thread can park meanwhile (under the bucket lock, or the model's).
+    #[cfg_attr(all(hybrid_sync_shuttle, not(hybrid_sync_loom)), allow(dead_code))]
+    fn unlock_parked(&self, head: *mut Waiter, more_parked: bool) {
+        let parked = if more_parked { QPARKED } else { 0 };
+        let mut w = self.word.load(Ordering::Relaxed);
+        // Release: as in `unlock`.
+        while let Err(actual) = self.word.compare_exchange_weak(
+            w,
+            head.map_addr(|a| a | (flags(w) & (SPINNERS | GRANTEE)) | parked),
+            Ordering::Release,
+            Ordering::Relaxed,
+        ) {
+            w = actual;
+        }
     }
 
     /// Claims one of the lock's spinner slots, if one is free.

@@ -155,9 +155,16 @@ fn invariant_tsc() -> bool {
         static INVARIANT: OnceLock<bool> = OnceLock::new();
         *INVARIANT.get_or_init(|| {
             use core::arch::x86_64::__cpuid;
-            // CPUID is available on every x86-64 CPU.
-            let max_extended = __cpuid(0x8000_0000).eax;
-            max_extended >= 0x8000_0007 && __cpuid(0x8000_0007).edx & (1 << 8) != 0
+            // `__cpuid` is a safe function since Rust 1.94 and an unsafe one
+            // before, down to the crate's rust-version (1.91), whose build
+            // needs the block (`.ci/msrv`).
+            #[allow(unused_unsafe)]
+            // SAFETY: CPUID exists on every x86-64 CPU; it reads no memory.
+            let max_extended = unsafe { __cpuid(0x8000_0000) }.eax;
+            #[allow(unused_unsafe)]
+            // SAFETY: as above; leaf 0x8000_0007 exists (checked just before).
+            let invariant = max_extended >= 0x8000_0007 && unsafe { __cpuid(0x8000_0007) }.edx & (1 << 8) != 0;
+            invariant
         })
     }
     #[cfg(not(all(target_arch = "x86_64", not(any(hybrid_sync_loom, hybrid_sync_shuttle, miri)))))]

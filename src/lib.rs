@@ -153,6 +153,14 @@
 //! gives up its place in the queue and never leaks the lock. A future that
 //! was granted the lock but dropped before it returned releases it; a
 //! cancelled head lets the waiters behind it proceed if they now can.
+//!
+//! # Minimum supported Rust version
+//!
+//! Rust 1.91, the `rust-version` in `Cargo.toml` and the lowest release the
+//! crate builds with (the wait queue's `AtomicPtr::fetch_or` and friends are
+//! stable since 1.91); CI builds it with that toolchain. As with tokio, the
+//! minimum moves only in a minor release, and stays at least six months
+//! behind the newest stable Rust.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs, rust_2018_idioms)]

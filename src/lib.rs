@@ -164,6 +164,8 @@
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs, rust_2018_idioms)]
+// docs.rs (nightly, `--cfg docsrs`) marks the items a feature adds.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod acquire;
 mod backoff;
@@ -189,6 +191,7 @@ pub use error::TryLockError;
 pub use lockref::{LockArc, LockArcGuard, LockRef, LockRefGuard, MAX_COUNT};
 pub use mutex::{MappedMutexGuard, Mutex, MutexGuard, OwnedMappedMutexGuard, OwnedMutexGuard};
 #[cfg(all(feature = "lock_api", not(any(hybrid_sync_loom, hybrid_sync_shuttle))))]
+#[cfg_attr(docsrs, doc(cfg(feature = "lock_api")))]
 pub use raw_api::{RawMutex, RawRwLock};
 pub use rwlock::{
     OwnedRwLockMappedWriteGuard, OwnedRwLockReadGuard, OwnedRwLockWriteGuard, RwLock, RwLockMappedWriteGuard,

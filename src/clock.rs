@@ -149,22 +149,23 @@ fn rdtsc() -> u64 {
 }
 
 /// Whether the CPU says its TSC is invariant; once per process.
+// `__cpuid` is a safe function since Rust 1.94 and an unsafe one before,
+// down to the crate's rust-version (1.91), whose build needs the block
+// (`.ci/msrv`).
+#[allow(unused_unsafe)]
 fn invariant_tsc() -> bool {
     #[cfg(all(target_arch = "x86_64", not(any(hybrid_sync_loom, hybrid_sync_shuttle, miri))))]
     {
         static INVARIANT: OnceLock<bool> = OnceLock::new();
         *INVARIANT.get_or_init(|| {
             use core::arch::x86_64::__cpuid;
-            // `__cpuid` is a safe function since Rust 1.94 and an unsafe one
-            // before, down to the crate's rust-version (1.91), whose build
-            // needs the block (`.ci/msrv`).
-            #[allow(unused_unsafe)]
-            // SAFETY: CPUID exists on every x86-64 CPU; it reads no memory.
-            let max_extended = unsafe { __cpuid(0x8000_0000) }.eax;
-            #[allow(unused_unsafe)]
-            // SAFETY: as above; leaf 0x8000_0007 exists (checked just before).
-            let invariant = max_extended >= 0x8000_0007 && unsafe { __cpuid(0x8000_0007) }.edx & (1 << 8) != 0;
-            invariant
+            // SAFETY: CPUID exists on every x86-64 CPU and reads no memory;
+            // leaf 0x8000_0007 is asked for only where the first call says
+            // it exists.
+            unsafe {
+                let max_extended = __cpuid(0x8000_0000).eax;
+                max_extended >= 0x8000_0007 && __cpuid(0x8000_0007).edx & (1 << 8) != 0
+            }
         })
     }
     #[cfg(not(all(target_arch = "x86_64", not(any(hybrid_sync_loom, hybrid_sync_shuttle, miri)))))]

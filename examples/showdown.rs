@@ -19,12 +19,19 @@
 //! 2-vCPU VM this crate is developed on that is 0.1 to 7 ms from one run to
 //! the next: a wait that spans such a stall (the holder paused inside its
 //! critical section, or the waiter itself) includes it whatever the lock, so
-//! read each "max wait" column against it. The header also names the CPU
-//! and how long a cache line takes to cross from one CPU to another (a
-//! two-thread ping-pong): every contended operation of every lock waits for
-//! the lock word's line, and the same VM image has run on an AMD EPYC host
-//! and, since 2026-12-02, on an Intel Xeon one where a crossing takes
-//! 80-100 ns, which moves every contended table.
+//! read each "max wait" column against it. The stall floor's 2 s rarely
+//! catch the longest stalls, 100 ms slices of a vCPU taken by the host every
+//! few seconds while both vCPUs are busy, so each table's last column,
+//! **host stole**, gives the CPU time the hypervisor took from the vCPUs
+//! during that contender's rounds (the steal column of `/proc/stat`, at its
+//! 10 ms resolution, every round and vCPU summed; "-" where there is no such
+//! clock), and the run's last line the total: a max wait of that order may
+//! be the host's, and one far above what was stolen is not. The header
+//! also names the CPU and how long a cache line takes to cross from one CPU
+//! to another (a two-thread ping-pong): every contended operation of every
+//! lock waits for the lock word's line, and the same VM image has run on an
+//! AMD EPYC host and, since 2026-12-02, on an Intel Xeon one where a
+//! crossing takes 80-100 ns, which moves every contended table.
 //!
 //! Workloads:
 //!
@@ -128,7 +135,7 @@ use peers::{Peer, RefCount};
 // Clocks
 // ---------------------------------------------------------------------------
 
-use clock::{cpu_time, ns_per_tick, ticks};
+use clock::{cpu_time, has_steal_clock, ns_per_tick, stolen_time, ticks};
 use work::{WORK_ITERS, calibrate_work, work, work_ns};
 
 // ---------------------------------------------------------------------------
@@ -197,6 +204,9 @@ struct Row {
     ops: u64,
     elapsed: Duration,
     cpu: Duration,
+    /// CPU time the host took from the machine's vCPUs meanwhile (see
+    /// [`stolen_time`]).
+    stolen: Duration,
     hist: Hist,
     /// Where threads and tasks shared the lock (the mixed workload): the
     /// threads' operations and waits, then the tasks'; `None` elsewhere.
@@ -217,9 +227,10 @@ impl Row {
 
 /// The round with the median throughput, with the latency histograms of all
 /// rounds merged (so "max wait" is the worst of every round), each side's
-/// as well.
+/// as well, and the time stolen from the vCPUs summed over every round.
 fn median_row(mut runs: Vec<Row>) -> Row {
     runs.sort_by(|a, b| a.ops_per_sec().total_cmp(&b.ops_per_sec()));
+    let stolen = runs.iter().map(|r| r.stolen).sum();
     let mut hist = Hist::new();
     let mut sides = [Hist::new(), Hist::new()];
     for r in &runs {
@@ -230,7 +241,7 @@ fn median_row(mut runs: Vec<Row>) -> Row {
     }
     let mid = runs.len() / 2;
     let mut row = runs.swap_remove(mid);
-    row.hist = hist;
+    (row.hist, row.stolen) = (hist, stolen);
     for ((_, side), all) in row.by_side.iter_mut().flatten().zip(sides) {
         *side = all;
     }
@@ -264,6 +275,12 @@ fn fmt_ns(ns: f64) -> String {
     } else {
         format!("{ns:.0} ns")
     }
+}
+
+/// Time stolen from the vCPUs, at the 10 ms resolution `/proc/stat` has;
+/// "-" where there is no such clock.
+fn fmt_stolen(d: Duration) -> String {
+    if has_steal_clock() { format!("{:.0} ms", d.as_secs_f64() * 1e3) } else { "-".into() }
 }
 
 fn print_tail(r: &Row) {
@@ -307,7 +324,15 @@ fn record(title: &str, unit: &'static str, higher_is_better: bool, rows: Vec<rep
 /// latency (the uncontended tables' ns per operation, the mixed workload's
 /// split between threads and tasks).
 fn value_cell(name: &str, v: f64) -> report::Record {
-    report::Record { name: name.to_string(), value: v, cpu_ns_per_op: None, p50_ns: None, p99_ns: None, max_ns: None }
+    report::Record {
+        name: name.to_string(),
+        value: v,
+        cpu_ns_per_op: None,
+        p50_ns: None,
+        p99_ns: None,
+        max_ns: None,
+        stolen_ns: None,
+    }
 }
 
 fn records(rows: &[Row], latency: bool) -> Vec<report::Record> {
@@ -320,6 +345,7 @@ fn records(rows: &[Row], latency: bool) -> Vec<report::Record> {
             p50_ns: latency.then(|| r.hist.quantile(0.5) as f64 * tick),
             p99_ns: latency.then(|| r.hist.quantile(0.99) as f64 * tick),
             max_ns: latency.then_some(r.hist.max as f64 * tick),
+            stolen_ns: Some(r.stolen.as_nanos() as f64),
         })
         .collect()
 }
@@ -330,13 +356,13 @@ fn print_table(title: &str, rows: &[Row]) {
     let tick = ns_per_tick();
     println!("\n== {title}");
     println!(
-        "{:<13} {:>10} {:>9} {:>12} {:>10} {:>10} {:>10}",
-        "contender", "ops/s", "vs tokio", "CPU us/op", "p50 wait", "p99 wait", "max wait"
+        "{:<13} {:>10} {:>9} {:>12} {:>10} {:>10} {:>10} {:>11}",
+        "contender", "ops/s", "vs tokio", "CPU us/op", "p50 wait", "p99 wait", "max wait", "host stole"
     );
     for r in rows {
         let ratio = tokio.map_or("-".into(), |t| format!("{:.2}x", r.ops_per_sec() / t));
         println!(
-            "{:<13} {:>10} {:>9} {:>12.3} {:>10} {:>10} {:>10}",
+            "{:<13} {:>10} {:>9} {:>12.3} {:>10} {:>10} {:>10} {:>11}",
             r.name,
             fmt_rate(r.ops_per_sec()),
             ratio,
@@ -344,6 +370,7 @@ fn print_table(title: &str, rows: &[Row]) {
             fmt_ns(r.hist.quantile(0.5) as f64 * tick),
             fmt_ns(r.hist.quantile(0.99) as f64 * tick),
             fmt_ns(r.hist.max as f64 * tick),
+            fmt_stolen(r.stolen),
         );
     }
     rows.iter().for_each(print_tail);
@@ -400,6 +427,7 @@ fn print_handoff_spin(rows: &[(&str, f64)]) {
                 p50_ns: None,
                 p99_ns: None,
                 max_ns: None,
+                stolen_ns: None,
             })
             .collect(),
     );
@@ -548,7 +576,7 @@ fn run_tasks<F: std::future::Future<Output = (u64, Hist)> + Send + 'static>(
 ) -> Row {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(workers).build().unwrap();
     let stop = Arc::new(AtomicBool::new(false));
-    let cpu0 = cpu_time();
+    let (cpu0, stolen0) = (cpu_time(), stolen_time());
     let start = Instant::now();
     let handles: Vec<_> = (0..tasks).map(|i| rt.spawn(task(i, stop.clone()))).collect();
     std::thread::sleep(dur);
@@ -563,9 +591,9 @@ fn run_tasks<F: std::future::Future<Output = (u64, Hist)> + Send + 'static>(
         total
     });
     let elapsed = start.elapsed();
-    let cpu = cpu_time() - cpu0;
+    let (cpu, stolen) = (cpu_time() - cpu0, stolen_time() - stolen0);
     drop(rt);
-    Row { name, ops, elapsed, cpu, hist, by_side: None }
+    Row { name, ops, elapsed, cpu, stolen, hist, by_side: None }
 }
 
 /// One OS thread's loop: blocking writes until `stop`.
@@ -617,7 +645,7 @@ fn mixed<P: Peer>(nthreads: usize, tasks: usize, dur: Duration) -> Row {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(workers()).build().unwrap();
     let lock = Arc::new(P::new(0));
     let stop = Arc::new(AtomicBool::new(false));
-    let cpu0 = cpu_time();
+    let (cpu0, stolen0) = (cpu_time(), stolen_time());
     let start = Instant::now();
     let task_handles: Vec<_> = (0..tasks).map(|_| rt.spawn(async_writer(lock.clone(), stop.clone()))).collect();
     let thread_handles: Vec<_> = (0..nthreads)
@@ -648,7 +676,8 @@ fn mixed<P: Peer>(nthreads: usize, tasks: usize, dur: Duration) -> Row {
     let mut hist = sides[0].1.clone();
     hist.merge(&sides[1].1);
     let by_side = (nthreads > 0 && tasks > 0).then_some(sides);
-    Row { name: P::NAME, ops, elapsed, cpu: cpu_time() - cpu0, hist, by_side }
+    let (cpu, stolen) = (cpu_time() - cpu0, stolen_time() - stolen0);
+    Row { name: P::NAME, ops, elapsed, cpu, stolen, hist, by_side }
 }
 
 /// `threads` OS threads and `tasks` tasks (on [`workers()`] workers) each taking and
@@ -679,7 +708,7 @@ fn refcount<P: RefCount>(threads: usize, tasks: usize, lock_every: u64, dur: Dur
         !stop.load(Ordering::Relaxed)
     };
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(workers()).build().unwrap();
-    let cpu0 = cpu_time();
+    let (cpu0, stolen0) = (cpu_time(), stolen_time());
     let start = Instant::now();
     let task_handles: Vec<_> = (0..tasks)
         .map(|_| {
@@ -715,9 +744,9 @@ fn refcount<P: RefCount>(threads: usize, tasks: usize, lock_every: u64, dur: Dur
     });
     let elapsed = start.elapsed();
     drop(rt);
-    let cpu = cpu_time() - cpu0;
+    let (cpu, stolen) = (cpu_time() - cpu0, stolen_time() - stolen0);
     assert_eq!(count.count(), before, "{}: the count did not come back", P::NAME);
-    Some(Row { name: P::NAME, ops, elapsed, cpu, hist: Hist::new(), by_side: None })
+    Some(Row { name: P::NAME, ops, elapsed, cpu, stolen, hist: Hist::new(), by_side: None })
 }
 
 fn print_refcount_table(title: &str, rows: &[Row]) {
@@ -791,7 +820,7 @@ fn hold_across_await<P: Peer>(tasks: usize, read_per_mille: u64, dur: Duration) 
 fn two_locks<P: Peer>(name: &'static str, threads: usize, shorts: usize, between_ns: u64, dur: Duration) -> [Row; 2] {
     let (short, long) = (Arc::new(P::new(0)), Arc::new(P::new(0)));
     let stop = Arc::new(AtomicBool::new(false));
-    let cpu0 = cpu_time();
+    let (cpu0, stolen0) = (cpu_time(), stolen_time());
     let start = Instant::now();
     let handles: Vec<_> = (0..threads)
         .map(|_| {
@@ -827,11 +856,11 @@ fn two_locks<P: Peer>(name: &'static str, threads: usize, shorts: usize, between
             t.1.merge(&o.1);
         }
     }
-    let (elapsed, cpu) = (start.elapsed(), cpu_time() - cpu0);
+    let (elapsed, cpu, stolen) = (start.elapsed(), cpu_time() - cpu0, stolen_time() - stolen0);
     let [(s_ops, s_hist), (l_ops, l_hist)] = total;
     [
-        Row { name, ops: s_ops, elapsed, cpu, hist: s_hist, by_side: None },
-        Row { name, ops: l_ops, elapsed, cpu, hist: l_hist, by_side: None },
+        Row { name, ops: s_ops, elapsed, cpu, stolen, hist: s_hist, by_side: None },
+        Row { name, ops: l_ops, elapsed, cpu, stolen, hist: l_hist, by_side: None },
     ]
 }
 
@@ -842,6 +871,8 @@ struct Fairness {
     slow_ops: u64,
     elapsed: Duration,
     cpu: Duration,
+    /// As [`Row::stolen`].
+    stolen: Duration,
     tight: Hist,
     slow: Hist,
 }
@@ -851,7 +882,7 @@ struct Fairness {
 fn fairness<P: Peer>(tight: usize, dur: Duration) -> Fairness {
     let lock = Arc::new(P::new(0));
     let stop = Arc::new(AtomicBool::new(false));
-    let cpu0 = cpu_time();
+    let (cpu0, stolen0) = (cpu_time(), stolen_time());
     let start = Instant::now();
     let spawn = |outside_ns: u64| {
         let (lock, stop) = (lock.clone(), stop.clone());
@@ -884,6 +915,7 @@ fn fairness<P: Peer>(tight: usize, dur: Duration) -> Fairness {
         slow_ops: 0,
         elapsed: Duration::ZERO,
         cpu: Duration::ZERO,
+        stolen: Duration::ZERO,
         tight: Hist::new(),
         slow: Hist::new(),
     };
@@ -893,7 +925,7 @@ fn fairness<P: Peer>(tight: usize, dur: Duration) -> Fairness {
         f.tight.merge(&hist);
     }
     (f.slow_ops, f.slow) = slow.join().unwrap();
-    (f.elapsed, f.cpu) = (start.elapsed(), cpu_time() - cpu0);
+    (f.elapsed, f.cpu, f.stolen) = (start.elapsed(), cpu_time() - cpu0, stolen_time() - stolen0);
     f
 }
 
@@ -918,6 +950,7 @@ fn fairness_worst(rows: Vec<Fairness>) -> Vec<Fairness> {
         .map(|mut g| {
             let rate = |f: &Fairness| (f.tight_ops + f.slow_ops) as f64 / f.elapsed.as_secs_f64();
             g.sort_by(|a, b| rate(a).total_cmp(&rate(b)));
+            let stolen = g.iter().map(|f| f.stolen).sum();
             let (mut tight, mut slow) = (Hist::new(), Hist::new());
             for f in &g {
                 tight.merge(&f.tight);
@@ -925,7 +958,7 @@ fn fairness_worst(rows: Vec<Fairness>) -> Vec<Fairness> {
             }
             let mid = g.len() / 2;
             let mut f = g.swap_remove(mid);
-            (f.tight, f.slow) = (tight, slow);
+            (f.tight, f.slow, f.stolen) = (tight, slow, stolen);
             f
         })
         .collect()
@@ -937,12 +970,12 @@ fn print_fairness(title: &str, rows: &[Fairness]) {
     let pl = rows.iter().find(|f| f.name == "parking_lot").map(total);
     println!("\n== {title}");
     println!(
-        "{:<13} {:>10} {:>8} {:>12} {:>11} {:>13} {:>13}",
-        "contender", "total/s", "vs pl", "CPU us/op", "slow ops/s", "slow max wait", "tight max wait"
+        "{:<13} {:>10} {:>8} {:>12} {:>11} {:>13} {:>13} {:>11}",
+        "contender", "total/s", "vs pl", "CPU us/op", "slow ops/s", "slow max wait", "tight max wait", "host stole"
     );
     for f in rows {
         println!(
-            "{:<13} {:>10} {:>8} {:>12.3} {:>11} {:>13} {:>13}",
+            "{:<13} {:>10} {:>8} {:>12.3} {:>11} {:>13} {:>13} {:>11}",
             f.name,
             fmt_rate(total(f)),
             pl.map_or("-".into(), |p| format!("{:.2}x", total(f) / p)),
@@ -950,6 +983,7 @@ fn print_fairness(title: &str, rows: &[Fairness]) {
             fmt_rate(f.slow_ops as f64 / f.elapsed.as_secs_f64()),
             fmt_ns(f.slow.max as f64 * tick),
             fmt_ns(f.tight.max as f64 * tick),
+            fmt_stolen(f.stolen),
         );
     }
     record(
@@ -964,6 +998,7 @@ fn print_fairness(title: &str, rows: &[Fairness]) {
                 p50_ns: None,
                 p99_ns: Some(f.slow.quantile(0.99) as f64 * tick),
                 max_ns: Some(f.slow.max as f64 * tick),
+                stolen_ns: Some(f.stolen.as_nanos() as f64),
             })
             .collect(),
     );
@@ -1215,6 +1250,14 @@ fn main() {
          workload ran; a max wait below that spans such a stall includes it, whatever the lock",
         if full { 2000 } else { 300 }
     );
+    if has_steal_clock() {
+        println!(
+            "host stole: CPU time the hypervisor took from the vCPUs during a contender's rounds (/proc/stat's \
+             steal, in 10 ms ticks, every round and vCPU summed); a max wait of that order may be the host's, \
+             whatever the lock"
+        );
+    }
+    let (run_start, stolen_at_start) = (Instant::now(), stolen_time());
 
     if opts.workload("uncontended") {
         println!(
@@ -1631,5 +1674,14 @@ fn main() {
     refcounts(&format!("refcount: {tasks} tasks on {w} workers, get+put of one shared count"), 0, tasks, 0);
     refcounts(&format!("refcount mixed: {w} threads, 1 in 1000 operations takes the lock (~50 ns)"), w, 0, 1000);
     println!();
+    if has_steal_clock() {
+        let (wall, stolen) = (run_start.elapsed(), stolen_time() - stolen_at_start);
+        println!(
+            "the host stole {} of the vCPUs' time in this run: {:.2}% of {cpus} CPUs for {:.0} s",
+            fmt_stolen(stolen),
+            100.0 * stolen.as_secs_f64() / (wall.as_secs_f64() * cpus.max(1) as f64),
+            wall.as_secs_f64()
+        );
+    }
     write_reports(&opts, &machine);
 }

@@ -15,6 +15,10 @@ pub struct Record {
     pub p50_ns: Option<f64>,
     pub p99_ns: Option<f64>,
     pub max_ns: Option<f64>,
+    /// CPU time the host took from the machine's vCPUs during the
+    /// contender's rounds (every round, every vCPU): a max wait of that
+    /// order may be the host's, not the lock's.
+    pub stolen_ns: Option<f64>,
 }
 
 /// One workload.
@@ -62,13 +66,14 @@ pub fn json(machine: &str, tables: &[Table]) -> String {
         for (j, r) in t.rows.iter().enumerate() {
             let _ = writeln!(
                 out,
-                "        {{\"name\": {}, \"value\": {}, \"cpu_ns_per_op\": {}, \"p50_ns\": {}, \"p99_ns\": {}, \"max_ns\": {}}}{}",
+                "        {{\"name\": {}, \"value\": {}, \"cpu_ns_per_op\": {}, \"p50_ns\": {}, \"p99_ns\": {}, \"max_ns\": {}, \"stolen_ns\": {}}}{}",
                 json_str(&r.name),
                 json_num(Some(r.value)),
                 json_num(r.cpu_ns_per_op),
                 json_num(r.p50_ns),
                 json_num(r.p99_ns),
                 json_num(r.max_ns),
+                json_num(r.stolen_ns),
                 if j + 1 < t.rows.len() { "," } else { "" }
             );
         }

@@ -638,14 +638,14 @@ impl<L: Layout> RawRwLock<L> {
                         unsafe { q.grant_head(wakes) };
                     }
                     // One handoff per gap: the waiter that becomes the head is
-                    // not due before `handoff_gap` from now, however long it
-                    // has waited, and newcomers may barge meanwhile (as
-                    // parking_lot spaces out its fair unlocks). Without the
-                    // gap, a queue where everyone is overdue (hundreds of
-                    // threads on two cores) drains by handoffs alone, one
-                    // wakeup at a time, and throughput falls to the rate at
-                    // which sleepers wake. The price: the k-th overdue
-                    // waiter waits about timeout + k gaps.
+                    // not due before a handoff gap (`config::handoff_gap_ns`)
+                    // from now, however long it has waited, and newcomers may
+                    // barge meanwhile (as parking_lot spaces out its fair
+                    // unlocks). Without the gap, a queue where everyone is
+                    // overdue (hundreds of threads on two cores) drains by
+                    // handoffs alone, one wakeup at a time, and throughput
+                    // falls to the rate at which sleepers wake. The price:
+                    // the k-th overdue waiter waits about timeout + k gaps.
                     if let (false, Some(next)) = (FAIR || futile_wake, next) {
                         let now = *now.get_or_insert_with(clock::now);
                         // SAFETY: `next` is still linked (it follows the

@@ -175,6 +175,10 @@ mod imp {
     /// ```
     pub fn recorded() -> Vec<Recorded> {
         let Some(r) = RECORDER.get() else { return Vec::new() };
+        // Relaxed, as the writes in `record_event`: the ring orders no other
+        // data. Read once the recorded threads have been joined (which orders
+        // their writes before this) or at least stopped recording; a slot
+        // read while a thread rewrites it may mix two events' fields.
         let mut out: Vec<Recorded> = r
             .slots
             .iter()
@@ -202,6 +206,9 @@ mod imp {
         }
         let Some(r) = RECORDER.get() else { return };
         let thread = THREAD.try_with(|t| *t).unwrap_or(u32::MAX);
+        // Relaxed throughout: `next` only hands out distinct slots (its RMW
+        // does that in any ordering), and the slot's fields are read as a
+        // best-effort log (see `recorded`).
         let slot = &r.slots[r.next.fetch_add(1, Relaxed) % RECORDER_SLOTS];
         let at = u64::try_from(r.base.elapsed().as_nanos()).unwrap_or(u64::MAX - 1);
         slot[1].store(u64::from(thread) << 8 | e as u64, Relaxed);

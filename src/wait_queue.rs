@@ -543,6 +543,8 @@ impl WaitQueue {
     fn lock_contended(&self) -> *mut Waiter {
         let mut spins = 0;
         loop {
+            // Relaxed load: only a guess at the word, which the CAS checks;
+            // Acquire on success, as in `lock`.
             let w = self.word.load(Ordering::Relaxed);
             if flags(w) & QLOCKED == 0 {
                 match self.word.compare_exchange_weak(

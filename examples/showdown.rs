@@ -135,7 +135,7 @@ use peers::{Peer, RefCount};
 // Clocks
 // ---------------------------------------------------------------------------
 
-use clock::{cpu_time, has_steal_clock, ns_per_tick, stolen_time, ticks};
+use clock::{Usage, has_steal_clock, ns_per_tick, ticks};
 use work::{WORK_ITERS, calibrate_work, work, work_ns};
 
 // ---------------------------------------------------------------------------
@@ -205,7 +205,7 @@ struct Row {
     elapsed: Duration,
     cpu: Duration,
     /// CPU time the host took from the machine's vCPUs meanwhile (see
-    /// [`stolen_time`]).
+    /// `clock::stolen_time`).
     stolen: Duration,
     hist: Hist,
     /// Where threads and tasks shared the lock (the mixed workload): the
@@ -576,7 +576,7 @@ fn run_tasks<F: std::future::Future<Output = (u64, Hist)> + Send + 'static>(
 ) -> Row {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(workers).build().unwrap();
     let stop = Arc::new(AtomicBool::new(false));
-    let (cpu0, stolen0) = (cpu_time(), stolen_time());
+    let usage = Usage::now();
     let start = Instant::now();
     let handles: Vec<_> = (0..tasks).map(|i| rt.spawn(task(i, stop.clone()))).collect();
     std::thread::sleep(dur);
@@ -591,7 +591,7 @@ fn run_tasks<F: std::future::Future<Output = (u64, Hist)> + Send + 'static>(
         total
     });
     let elapsed = start.elapsed();
-    let (cpu, stolen) = (cpu_time() - cpu0, stolen_time() - stolen0);
+    let (cpu, stolen) = usage.since();
     drop(rt);
     Row { name, ops, elapsed, cpu, stolen, hist, by_side: None }
 }
@@ -645,7 +645,7 @@ fn mixed<P: Peer>(nthreads: usize, tasks: usize, dur: Duration) -> Row {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(workers()).build().unwrap();
     let lock = Arc::new(P::new(0));
     let stop = Arc::new(AtomicBool::new(false));
-    let (cpu0, stolen0) = (cpu_time(), stolen_time());
+    let usage = Usage::now();
     let start = Instant::now();
     let task_handles: Vec<_> = (0..tasks).map(|_| rt.spawn(async_writer(lock.clone(), stop.clone()))).collect();
     let thread_handles: Vec<_> = (0..nthreads)
@@ -676,7 +676,7 @@ fn mixed<P: Peer>(nthreads: usize, tasks: usize, dur: Duration) -> Row {
     let mut hist = sides[0].1.clone();
     hist.merge(&sides[1].1);
     let by_side = (nthreads > 0 && tasks > 0).then_some(sides);
-    let (cpu, stolen) = (cpu_time() - cpu0, stolen_time() - stolen0);
+    let (cpu, stolen) = usage.since();
     Row { name: P::NAME, ops, elapsed, cpu, stolen, hist, by_side }
 }
 
@@ -708,7 +708,7 @@ fn refcount<P: RefCount>(threads: usize, tasks: usize, lock_every: u64, dur: Dur
         !stop.load(Ordering::Relaxed)
     };
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(workers()).build().unwrap();
-    let (cpu0, stolen0) = (cpu_time(), stolen_time());
+    let usage = Usage::now();
     let start = Instant::now();
     let task_handles: Vec<_> = (0..tasks)
         .map(|_| {
@@ -744,7 +744,7 @@ fn refcount<P: RefCount>(threads: usize, tasks: usize, lock_every: u64, dur: Dur
     });
     let elapsed = start.elapsed();
     drop(rt);
-    let (cpu, stolen) = (cpu_time() - cpu0, stolen_time() - stolen0);
+    let (cpu, stolen) = usage.since();
     assert_eq!(count.count(), before, "{}: the count did not come back", P::NAME);
     Some(Row { name: P::NAME, ops, elapsed, cpu, stolen, hist: Hist::new(), by_side: None })
 }
@@ -820,7 +820,7 @@ fn hold_across_await<P: Peer>(tasks: usize, read_per_mille: u64, dur: Duration) 
 fn two_locks<P: Peer>(name: &'static str, threads: usize, shorts: usize, between_ns: u64, dur: Duration) -> [Row; 2] {
     let (short, long) = (Arc::new(P::new(0)), Arc::new(P::new(0)));
     let stop = Arc::new(AtomicBool::new(false));
-    let (cpu0, stolen0) = (cpu_time(), stolen_time());
+    let usage = Usage::now();
     let start = Instant::now();
     let handles: Vec<_> = (0..threads)
         .map(|_| {
@@ -856,7 +856,8 @@ fn two_locks<P: Peer>(name: &'static str, threads: usize, shorts: usize, between
             t.1.merge(&o.1);
         }
     }
-    let (elapsed, cpu, stolen) = (start.elapsed(), cpu_time() - cpu0, stolen_time() - stolen0);
+    let elapsed = start.elapsed();
+    let (cpu, stolen) = usage.since();
     let [(s_ops, s_hist), (l_ops, l_hist)] = total;
     [
         Row { name, ops: s_ops, elapsed, cpu, stolen, hist: s_hist, by_side: None },
@@ -882,7 +883,7 @@ struct Fairness {
 fn fairness<P: Peer>(tight: usize, dur: Duration) -> Fairness {
     let lock = Arc::new(P::new(0));
     let stop = Arc::new(AtomicBool::new(false));
-    let (cpu0, stolen0) = (cpu_time(), stolen_time());
+    let usage = Usage::now();
     let start = Instant::now();
     let spawn = |outside_ns: u64| {
         let (lock, stop) = (lock.clone(), stop.clone());
@@ -925,7 +926,8 @@ fn fairness<P: Peer>(tight: usize, dur: Duration) -> Fairness {
         f.tight.merge(&hist);
     }
     (f.slow_ops, f.slow) = slow.join().unwrap();
-    (f.elapsed, f.cpu, f.stolen) = (start.elapsed(), cpu_time() - cpu0, stolen_time() - stolen0);
+    f.elapsed = start.elapsed();
+    (f.cpu, f.stolen) = usage.since();
     f
 }
 
@@ -1257,7 +1259,7 @@ fn main() {
              whatever the lock"
         );
     }
-    let (run_start, stolen_at_start) = (Instant::now(), stolen_time());
+    let (run_start, run_usage) = (Instant::now(), Usage::now());
 
     if opts.workload("uncontended") {
         println!(
@@ -1675,7 +1677,7 @@ fn main() {
     refcounts(&format!("refcount mixed: {w} threads, 1 in 1000 operations takes the lock (~50 ns)"), w, 0, 1000);
     println!();
     if has_steal_clock() {
-        let (wall, stolen) = (run_start.elapsed(), stolen_time() - stolen_at_start);
+        let (wall, (_, stolen)) = (run_start.elapsed(), run_usage.since());
         println!(
             "the host stole {} of the vCPUs' time in this run: {:.2}% of {cpus} CPUs for {:.0} s",
             fmt_stolen(stolen),

@@ -63,6 +63,28 @@ pub fn has_steal_clock() -> bool {
     *HAS.get_or_init(|| read_steal().is_some())
 }
 
+/// The process's CPU time and the host's steal at one moment, to measure
+/// a stretch of work by both.
+#[derive(Clone, Copy)]
+pub struct Usage {
+    cpu: Duration,
+    stolen: Duration,
+}
+
+impl Usage {
+    pub fn now() -> Usage {
+        Usage { cpu: cpu_time(), stolen: stolen_time() }
+    }
+
+    /// (CPU time used, time stolen) since `self`. Saturating: the steal
+    /// count is a hypervisor's figure read from a file, and should it ever
+    /// go backwards the run must not panic.
+    pub fn since(self) -> (Duration, Duration) {
+        let now = Usage::now();
+        (now.cpu.saturating_sub(self.cpu), now.stolen.saturating_sub(self.stolen))
+    }
+}
+
 fn read_steal() -> Option<Duration> {
     static TICK_NS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
     let tick_ns = *TICK_NS.get_or_init(|| {

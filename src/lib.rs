@@ -109,6 +109,12 @@
 //!   the wait stamps of the handoff bound; every tuning build runs at the
 //!   same rate there). If that table is your workload, tokio's lock is as
 //!   good a choice, or a little better.
+//! * Hundreds of tasks mostly *reading* one contended lock on a many-core
+//!   runtime: measure both builds on your load. On a 16-core machine the
+//!   default once fell into a convoy in such a table (512 tasks on 16
+//!   workers, 90% reads) and ran at about half of tokio's throughput, where
+//!   `fair` ran level with tokio; the lock has changed since in ways aimed
+//!   at those losses, unmeasured there (the README's "On 16 cores").
 //!
 //! # Differences from `tokio::sync`
 //!

@@ -42,7 +42,7 @@ use std::future::Future;
 use std::pin::pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::{Context, Wake, Waker};
 use std::time::{Duration, Instant};
 
 #[path = "common/clock.rs"]
@@ -87,10 +87,7 @@ async fn stamped<F: Future>(fut: F, stamp: &Arc<WakeStamp>, waker: &Waker) -> F:
                 *task = Some(cx.waker().clone());
             }
         }
-        match fut.as_mut().poll(&mut Context::from_waker(waker)) {
-            Poll::Ready(v) => Poll::Ready(v),
-            Poll::Pending => Poll::Pending,
-        }
+        fut.as_mut().poll(&mut Context::from_waker(waker))
     })
     .await
 }

@@ -11,6 +11,50 @@
 //! threads and suspended tasks, and a handoff bit that bounds how long any
 //! waiter can be passed over.
 //!
+//! # Example
+//!
+//! One `Mutex` shared by a plain thread, which blocks on it, and tokio
+//! tasks, which await it, as they would `tokio::sync::Mutex`:
+//!
+//! ```
+//! use std::sync::Arc;
+//! use hybrid_sync::Mutex;
+//!
+//! let hits = Arc::new(Mutex::new(0u64));
+//!
+//! // A thread outside any runtime: `blocking_lock` spins briefly, then
+//! // parks it in the lock's queue, beside the tasks.
+//! let thread = std::thread::spawn({
+//!     let hits = hits.clone();
+//!     move || {
+//!         for _ in 0..1000 {
+//!             *hits.blocking_lock() += 1;
+//!         }
+//!     }
+//! });
+//!
+//! // Tasks on a tokio runtime: `lock().await` yields the worker while it waits.
+//! let runtime = tokio::runtime::Runtime::new().unwrap();
+//! runtime.block_on(async {
+//!     let tasks: Vec<_> = (0..4)
+//!         .map(|_| {
+//!             let hits = hits.clone();
+//!             tokio::spawn(async move {
+//!                 for _ in 0..1000 {
+//!                     *hits.lock().await += 1;
+//!                 }
+//!             })
+//!         })
+//!         .collect();
+//!     for task in tasks {
+//!         task.await.unwrap();
+//!     }
+//! });
+//!
+//! thread.join().unwrap();
+//! assert_eq!(*hits.blocking_lock(), 5000);
+//! ```
+//!
 //! # How an acquisition proceeds
 //!
 //! ```text
@@ -124,8 +168,9 @@
 //!   timeout: the bound is on *time*, not on queue position. Overdue waiters
 //!   are served in queue order, one handoff gap apart, so a deep queue
 //!   stretches it (1000 threads on 2 CPUs: worst waits of about 70 ms,
-//!   parking_lot's about 120 ms). Readers never pass a queued writer. Enable `fair` for tokio's exact order (at
-//!   tokio-like contended throughput, with the faster uncontended path).
+//!   parking_lot's about 120 ms). Readers never pass a queued writer.
+//!   Enable `fair` for tokio's exact order (at tokio-like contended
+//!   throughput, with the faster uncontended path).
 //!   None of tokio's own lock tests depends on the difference; this crate's
 //!   `tests/locks.rs` shows where it is observable.
 //! * **Blocking.** `blocking_*` spin briefly, then park the thread on the

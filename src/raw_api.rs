@@ -29,10 +29,40 @@ use crate::state::Kind;
 /// The hybrid reader-writer lock with no data, for
 /// `lock_api::RwLock<RawRwLock, T>`. Implements `lock_api`'s `RawRwLock`,
 /// `RawRwLockDowngrade`, `RawRwLockTimed` and `RawRwLockFair`.
+///
+/// ```
+/// use std::time::Duration;
+///
+/// type RwLock<T> = lock_api::RwLock<hybrid_sync::RawRwLock, T>;
+///
+/// let lock = RwLock::new(String::from("a"));
+/// let mut writer = lock.write();
+/// writer.push('b');
+/// // Held for writing: a timed read gives up at its deadline.
+/// assert!(lock.try_read_for(Duration::from_millis(1)).is_none());
+/// // Downgrading keeps the lock, for reading, with no gap in between.
+/// let reader = lock_api::RwLockWriteGuard::downgrade(writer);
+/// assert_eq!(*reader, "ab");
+/// assert!(lock.try_read().is_some());
+/// ```
 pub struct RawRwLock(raw::RawRwLock);
 
 /// The hybrid mutex with no data, for `lock_api::Mutex<RawMutex, T>`.
 /// Implements `lock_api`'s `RawMutex`, `RawMutexTimed` and `RawMutexFair`.
+///
+/// ```
+/// use std::time::Duration;
+///
+/// type Mutex<T> = lock_api::Mutex<hybrid_sync::RawMutex, T>;
+///
+/// let m = Mutex::new(0u32);
+/// let guard = m.lock();
+/// assert!(m.try_lock_for(Duration::from_millis(1)).is_none());
+/// // A fair unlock hands the lock to the next queued thread, if any.
+/// lock_api::MutexGuard::unlock_fair(guard);
+/// *m.lock() += 1;
+/// assert_eq!(m.into_inner(), 1);
+/// ```
 pub struct RawMutex(raw::RawRwLock);
 
 impl RawRwLock {

@@ -50,6 +50,11 @@
 //!   every 16 operations, standing in for the rest of a handler's work.
 //!   parking_lot and std lock inside the task without holding across `.await`.
 //! * **async read-heavy**: the same with 90% reads.
+//! * **async tight loop**: 16 tasks, 90% reads, and no yield between
+//!   operations: a task that works through a batch, locking per item. The
+//!   coop budget of tokio's locks (and hybrid-sync's) still makes each task
+//!   yield every 128 acquisitions; async-lock's, parking_lot's and std's
+//!   tasks never yield, and run to the end of the round one per worker.
 //! * **threads, oversubscribed**: 32 threads on 2 cores, blocking API,
 //!   ~50 ns critical section: where spinning goes wrong.
 //! * **mixed**: 4 blocking threads and 32 tasks on the same lock, which only
@@ -529,7 +534,11 @@ fn workers() -> usize {
 
 /// `tasks` tasks on a `workers`-thread runtime; `read_per_mille` of the
 /// operations are reads.
-fn async_contended<P: Peer>(tasks: usize, workers: usize, read_per_mille: u64, dur: Duration) -> Row {
+/// `tasks` tasks on `workers` workers, each reading (`read_per_mille` in
+/// 1000) or writing one lock in a loop, with a `yield_now` every
+/// `yield_every` operations (0: never; the coop budget of tokio's and
+/// hybrid-sync's locks still makes a task yield every 128 acquisitions).
+fn async_contended<P: Peer>(tasks: usize, workers: usize, read_per_mille: u64, yield_every: u64, dur: Duration) -> Row {
     let lock = Arc::new(P::new(0));
     run_tasks(P::NAME, tasks, workers, dur, |i, stop| {
         let lock = lock.clone();
@@ -556,7 +565,7 @@ fn async_contended<P: Peer>(tasks: usize, workers: usize, read_per_mille: u64, d
                 };
                 hist.record(t1.saturating_sub(t0));
                 ops += 1;
-                if ops.is_multiple_of(16) {
+                if yield_every > 0 && ops.is_multiple_of(yield_every) {
                     tokio::task::yield_now().await;
                 }
             }
@@ -1408,11 +1417,16 @@ fn main() {
     let write_heavy = format!("async write-heavy: {tasks} tasks on {w} workers, 100% writes (RwLock)");
     let read_heavy = format!("async read-heavy: {tasks} tasks on {w} workers, 90% reads (RwLock)");
     table(&write_heavy, &mut || {
-        rows!(for_each_rwlock, "async write-heavy", |P| async_contended::<P>(tasks, w, 0, dur))
+        rows!(for_each_rwlock, "async write-heavy", |P| async_contended::<P>(tasks, w, 0, 16, dur))
     });
     table(&read_heavy, &mut || {
-        rows!(for_each_rwlock, "async read-heavy", |P| async_contended::<P>(tasks, w, 900, dur))
+        rows!(for_each_rwlock, "async read-heavy", |P| async_contended::<P>(tasks, w, 900, 16, dur))
     });
+    let tight = 16 * k;
+    table(
+        &format!("async tight loop: {tight} tasks on {w} workers, 90% reads, no yield between operations (RwLock)"),
+        &mut || rows!(for_each_rwlock, "async tight loop", |P| async_contended::<P>(tight, w, 900, 0, dur)),
+    );
     let oversubscribed = 32 * k;
     table(&format!("threads: {oversubscribed} threads on {w} cores, blocking API (Mutex)"), &mut || {
         rows!(for_each_mutex, &format!("{oversubscribed} threads"), |P| threads::<P>(oversubscribed, dur))
@@ -1483,7 +1497,7 @@ fn main() {
             continue;
         }
         let rows = median_rounds(seed_rounds, &mut || {
-            rows!(for_each_rwlock, "one worker", |P| async_contended::<P>(tasks, 1, read_per_mille, seed_dur))
+            rows!(for_each_rwlock, "one worker", |P| async_contended::<P>(tasks, 1, read_per_mille, 16, seed_dur))
         });
         eprint!("\r\x1b[2K");
         print_table(&title, &rows);

@@ -173,6 +173,14 @@
 //!   throughput, with the faster uncontended path).
 //!   None of tokio's own lock tests depends on the difference; this crate's
 //!   `tests/locks.rs` shows where it is observable.
+//! * **A spent coop budget.** Both crates' futures charge tokio's coop
+//!   budget once the lock is taken; tokio's then yield holding the lock
+//!   (tokio#8371, for its FIFO order). By default this crate gives back a
+//!   lock it took without queueing before it yields, and takes it again
+//!   when the task runs next, so that a task in a tight loop of
+//!   acquisitions does not stop every other contender once per budget.
+//!   Under `fair`, and for a waiter whose turn came through the queue, it
+//!   keeps the lock, as tokio does.
 //! * **Blocking.** `blocking_*` spin briefly, then park the thread on the
 //!   lock's own queue, beside the tasks, instead of running a `block_on`;
 //!   they panic in exactly the contexts tokio's do, with tokio's message.

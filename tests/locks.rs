@@ -1292,6 +1292,81 @@ async fn spent_budget_yields_even_on_a_free_lock_and_a_drop_frees_it() {
     assert!(m.try_lock().is_ok());
 }
 
+/// A lock taken without queueing when the task's coop budget is spent: by
+/// default the future gives it back before it yields, so the lock is free
+/// while the task waits for its next turn (a task in a tight loop of
+/// acquisitions would otherwise sit on the lock in its run queue once per
+/// budget, and every other contender would queue behind it). Under `fair`
+/// it keeps it, as tokio's own locks do, so that no newcomer takes it first
+/// (tokio#8371). The next poll takes it again, with a fresh budget.
+#[tokio::test]
+async fn a_spent_budget_gives_back_a_lock_taken_without_queueing_except_under_fair() {
+    use futures::FutureExt;
+    let m = Mutex::new(0u32);
+    let rw = RwLock::new(0u32);
+    let mut lock = std::pin::pin!(m.lock());
+    let mut write = std::pin::pin!(rw.write());
+    let mut read = std::pin::pin!(rw.read());
+    tokio::task::yield_now().await;
+    while tokio::task::coop::consume_budget().now_or_never().is_some() {}
+    assert!(futures::poll!(lock.as_mut()).is_pending(), "a spent budget did not make lock() yield");
+    assert!(futures::poll!(write.as_mut()).is_pending(), "a spent budget did not make write() yield");
+    let (lock_free, rw_free) = (m.try_lock().is_ok(), rw.try_write().is_ok());
+    if cfg!(feature = "fair") {
+        assert!(!lock_free && !rw_free, "under fair a future that yields for the budget keeps its lock, as tokio's");
+    } else {
+        assert!(lock_free && rw_free, "a future that yields for the budget kept a lock it took without queueing");
+    }
+    // A reader too (under `fair` it queues behind the yielding writer).
+    assert!(futures::poll!(read.as_mut()).is_pending(), "a spent budget did not make read() yield");
+    assert_eq!(rw.try_write().is_ok(), !cfg!(feature = "fair"), "the read lock was kept across the yield");
+    // The next poll of the task starts with a fresh budget.
+    tokio::task::yield_now().await;
+    *lock.await += 1;
+    *write.await += 1;
+    drop(read.await);
+    assert_eq!((*m.lock().await, *rw.read().await), (1, 1));
+}
+
+/// Tasks in tight loops of acquisitions, no `.await` between them but the
+/// lock's: each runs out of coop budget every so many acquisitions, on the
+/// fast path, after a spin or a barge, or queued, and must still finish
+/// with every increment in place.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tasks_in_tight_loops_run_out_of_budget_and_all_finish() {
+    // Under Miri, fewer: still past one budget (128 units) per task.
+    const TASKS: u64 = if cfg!(miri) { 3 } else { 16 };
+    const OPS: u64 = if cfg!(miri) { 150 } else { 5_000 };
+    let lock = Arc::new(RwLock::new(0u64));
+    let mutex = Arc::new(Mutex::new(0u64));
+    let tasks: Vec<_> = (0..TASKS)
+        .map(|t| {
+            let (lock, mutex) = (lock.clone(), mutex.clone());
+            tokio::spawn(async move {
+                for i in 0..OPS {
+                    if (i + t) % 4 == 0 {
+                        *lock.write().await += 1;
+                    } else {
+                        let _ = *lock.read().await;
+                    }
+                    *mutex.lock().await += 1;
+                }
+            })
+        })
+        .collect();
+    let all = async {
+        for t in tasks {
+            t.await.unwrap();
+        }
+    };
+    // Miri's clock runs with the work it interprets.
+    let limit = std::time::Duration::from_secs(if cfg!(miri) { 3600 } else { 60 });
+    tokio::time::timeout(limit, all).await.expect("tasks in tight loops of acquisitions did not finish in time");
+    let writes = (0..TASKS).map(|t| (0..OPS).filter(|i| (i + t) % 4 == 0).count() as u64).sum::<u64>();
+    assert_eq!(*lock.read().await, writes);
+    assert_eq!(*mutex.lock().await, TASKS * OPS);
+}
+
 /// How many times `acquire` succeeds in a row within one poll of the
 /// calling task, starting from a fresh coop budget.
 /// A queued future that gets the lock (granted, or woken and winning) when
@@ -1406,7 +1481,8 @@ async fn an_owned_future_holding_the_last_arc_lets_the_lock_go_before_freeing_it
     check("lock_owned", Mutex::new, lock, |m| Box::pin(m.lock_owned().map(drop)));
 
     // Taken on the fast path, then the budget says yield: the future holds
-    // the lock and the last `Arc`.
+    // the last `Arc`, and under `fair` the lock (by default it gave the lock
+    // back before yielding).
     async fn yield_holding<L>(what: &str, new: impl FnOnce(Freed) -> L, acquire: impl FnOnce(Arc<L>) -> Acquire) {
         let (flag, value) = freed();
         let mut fut = acquire(Arc::new(new(value)));

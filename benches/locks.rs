@@ -12,6 +12,10 @@
 //! - `uncontended/{read,write}`: one task, acquire + release; time per pair.
 //! - `async-write-heavy`, `async-read-heavy`: 16 tasks on a two-worker tokio
 //!   runtime share one RwLock (100% and 10% writes); time per operation.
+//!   Nothing is awaited between operations but the lock, so the coop budget
+//!   of tokio's locks and hybrid-sync's makes each task yield every 128
+//!   acquisitions (the showdown's `async tight loop`); async-lock's,
+//!   parking_lot's and std's tasks never yield.
 //!   Blocking peers (parking_lot, std) block their worker while they wait,
 //!   as they would in a real server.
 //! - `threads-8`: 8 threads on the blocking API of one Mutex (tokio's and

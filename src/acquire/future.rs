@@ -313,17 +313,16 @@ impl<F: FnOnce() -> G, G, L: Layout> Future for Acquire<'_, F, L> {
                     return Poll::Pending;
                 }
                 this.lock.acquired_after(this.node.kind, this.since);
-                if !FAIR && charge_coop(cx).is_pending() {
+                if !FAIR {
                     // Taken by a spin or a barge, without ever queueing: as on
                     // the fast path, a spent budget gives the lock back, and
                     // the next poll contends afresh (the node is still idle).
-                    // SAFETY: taken just now for this future, never handed
-                    // to a guard.
-                    unsafe { give_back_to_yield(this.lock, this.node.kind) };
-                    return Poll::Pending;
-                }
-                if !FAIR {
-                    // Charged above.
+                    if charge_coop(cx).is_pending() {
+                        // SAFETY: taken just now for this future, never
+                        // handed to a guard.
+                        unsafe { give_back_to_yield(this.lock, this.node.kind) };
+                        return Poll::Pending;
+                    }
                     this.phase = Phase::Done;
                     // SAFETY: taken once: `phase` is `Done` from now on, and
                     // `Drop` drops `make` only before.

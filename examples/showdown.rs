@@ -532,8 +532,6 @@ fn workers() -> usize {
     2 * SCALE.load(Ordering::Relaxed)
 }
 
-/// `tasks` tasks on a `workers`-thread runtime; `read_per_mille` of the
-/// operations are reads.
 /// `tasks` tasks on `workers` workers, each reading (`read_per_mille` in
 /// 1000) or writing one lock in a loop, with a `yield_now` every
 /// `yield_every` operations (0: never; the coop budget of tokio's and

@@ -1367,8 +1367,6 @@ async fn tasks_in_tight_loops_run_out_of_budget_and_all_finish() {
     assert_eq!(*mutex.lock().await, TASKS * OPS);
 }
 
-/// How many times `acquire` succeeds in a row within one poll of the
-/// calling task, starting from a fresh coop budget.
 /// A queued future that gets the lock (granted, or woken and winning) when
 /// its task's coop budget is spent holds the lock but yields; dropped then,
 /// it releases the lock it never returned.
@@ -1388,6 +1386,8 @@ async fn a_queued_future_out_of_budget_when_it_gets_the_lock_frees_it_when_dropp
     assert!(m.try_lock().is_ok(), "a dropped future kept the lock it took");
 }
 
+/// How many times `acquire` succeeds in a row within one poll of the
+/// calling task, starting from a fresh coop budget.
 async fn acquisitions_per_budget(mut acquire: impl FnMut() -> bool) -> usize {
     // A yield ends this poll of the task; the next one starts with a full
     // budget.

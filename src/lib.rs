@@ -116,7 +116,7 @@
 //! |---|---|
 //! | *(none)* | barging with a 1 ms handoff bound; spin up to 4 µs (threads) / 6 µs (tasks); tasks skip it on a current-thread runtime and while blocking threads wait in the lock's queue, threads while three per CPU wait there (machines of up to 5 CPUs) |
 //! | `fair` | strict FIFO, tokio's exact order: every unlock that finds waiters grants the lock to the head; spinning only while the queue is empty |
-//! | `no-spin` | never spin: queue and park at once. For single-vCPU containers and real-time priorities, where a spinner steals the owner's CPU |
+//! | `no-spin` | never spin: queue and park at once. For real-time priorities, where a spinner can keep the owner off its CPU, and for tasks that all run on one thread of an executor other than tokio (which cannot tell the lock so). On one vCPU the default measured level with it: its spins stop at an owner that does not run |
 //! | `handoff-250us` | handoff timeout 250 µs: tighter worst-case wait, less barging |
 //! | `handoff-4ms` | handoff timeout 4 ms (rwsem's): more throughput under heavy contention |
 //! | `stats` | per-lock counters (`lock.stats()`: acquisitions, contended, wait mean/max, spins and spin wins, parks, handoffs), process-wide event counters ([`stats`]) and a flight recorder of every slow-path event ([`stats::record`]), zero-cost when off |
@@ -152,7 +152,11 @@
 //!   throughput across hosts and runs since the lock keeps its own clock for
 //!   the wait stamps of the handoff bound; every tuning build runs at the
 //!   same rate there). If that table is your workload, tokio's lock is as
-//!   good a choice, or a little better.
+//!   good a choice, or a little better; and where readers share it with
+//!   writers that hold it across `.await`, async-lock, whose readers pass a
+//!   writer that waits, ran 1.5-1.7x both on one thread (the README's
+//!   "Other shapes", which also has `select!` and `timeout` around
+//!   acquisitions: 12-13x and 1.9x tokio).
 //! * Hundreds of tasks mostly *reading* one contended lock on a many-core
 //!   runtime: measure both builds on your load. On a 16-core machine the
 //!   default once fell into a convoy in such a table (512 tasks on 16

@@ -27,8 +27,10 @@
 //! * **current-thread**: 64 tasks on a current-thread runtime (tokio's
 //!   `#[tokio::test]` default and `flavor = "current_thread"`), 10% writes,
 //!   with guards dropped at once, and with write guards held across a
-//!   `yield_now()`. Nothing can release the lock while a task waits, so no
-//!   task should spin.
+//!   yield (`YieldNow`, which wakes its task at once where tokio's
+//!   `yield_now` waits for the runtime's driver; the tasks' own yields every
+//!   16 operations are these too). Nothing can release the lock while a
+//!   task waits, so no task should spin.
 //! * **LocalPool**: the same two on `futures::executor::LocalPool`: no tokio
 //!   context, no coop budget, one thread (a lock cannot tell that spinning
 //!   there is futile; its backoff has to learn it).

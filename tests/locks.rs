@@ -1722,6 +1722,84 @@ fn async_api_works_on_another_executor() {
     assert_eq!(*futures::executor::block_on(m.lock()), 1);
 }
 
+/// Tasks of a single-threaded executor that is not tokio (no runtime
+/// context, no coop budget: nothing tells the lock that spinning there is
+/// futile) share a lock with blocking threads, write guards held across a
+/// yield. Every task and thread finishes (a lost wakeup would leave
+/// `LocalPool::run` waiting forever), no reader sees a write half done, and
+/// every write counts.
+#[test]
+fn local_pool_tasks_and_threads_share_a_lock_with_guards_held_across_yields() {
+    use futures::task::LocalSpawnExt;
+    use std::future::Future;
+    use std::pin::Pin;
+
+    /// Ready at its second poll, waking its task at the first.
+    struct YieldNow(bool);
+    impl Future for YieldNow {
+        type Output = ();
+        fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+            if std::mem::replace(&mut self.0, true) {
+                return Poll::Ready(());
+            }
+            cx.waker().wake_by_ref();
+            Poll::Pending
+        }
+    }
+
+    const TASKS: u64 = 16;
+    const THREADS: u64 = 2;
+    let ops: u64 = if cfg!(miri) { 20 } else { 2_000 };
+    // (writes so far, a copy written after a yield): equal whenever no writer
+    // is inside.
+    let lock = Arc::new(RwLock::new((0u64, 0u64)));
+    let threads: Vec<_> = (0..THREADS)
+        .map(|_| {
+            let lock = lock.clone();
+            std::thread::spawn(move || {
+                for i in 0..ops {
+                    if i % 4 == 0 {
+                        let mut g = lock.blocking_write();
+                        g.0 += 1;
+                        g.1 = g.0;
+                    } else {
+                        let g = lock.blocking_read();
+                        assert_eq!(g.0, g.1, "a thread read a write half done");
+                    }
+                }
+            })
+        })
+        .collect();
+    let mut pool = futures::executor::LocalPool::new();
+    for t in 0..TASKS {
+        let lock = lock.clone();
+        pool.spawner()
+            .spawn_local(async move {
+                for i in 0..ops {
+                    if (i + t) % 10 == 0 {
+                        let mut g = lock.write().await;
+                        g.0 += 1;
+                        YieldNow(false).await;
+                        g.1 = g.0;
+                    } else {
+                        let g = lock.read().await;
+                        assert_eq!(g.0, g.1, "a task read a write half done");
+                    }
+                    if i % 16 == 0 {
+                        YieldNow(false).await;
+                    }
+                }
+            })
+            .unwrap();
+    }
+    pool.run();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let writes = TASKS * ops.div_ceil(10) + THREADS * ops.div_ceil(4);
+    assert_eq!(*lock.try_read().unwrap(), (writes, writes));
+}
+
 // --- panics ------------------------------------------------------------------
 
 #[test]

@@ -180,6 +180,33 @@ impl<L: Layout> RawRwLock<L> {
         self.trace.acquired(kind);
     }
 
+    /// Lets go of a lock taken for an async caller that yields before it
+    /// gets it, because its coop budget is spent (`acquire::future`); the
+    /// caller takes the lock anew when it is polled next. The counters
+    /// (`stats`) keep only the acquisition the caller completes: a take
+    /// that [`try_acquire`](Self::try_acquire) counted already (`counted`)
+    /// is taken off again, and an uncounted one, after a wait, is counted
+    /// when its caller completes, with the wait from its first poll. The
+    /// trace (tokio-console) sees this take and its release, as they
+    /// happened.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds the lock in mode `kind`, taken for a future that
+    /// has not handed it to a guard and will not use it again before it
+    /// takes it anew.
+    #[cold]
+    #[inline(never)]
+    pub(crate) unsafe fn give_back(&self, kind: Kind, counted: bool) {
+        if counted {
+            self.stats.given_back();
+        } else {
+            self.trace.acquired(kind);
+        }
+        // SAFETY: the caller's promise.
+        unsafe { self.unlock(kind) };
+    }
+
     /// A snapshot of this lock's counters.
     pub(crate) fn stats(&self) -> LockStats {
         self.stats.snapshot()

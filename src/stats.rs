@@ -270,6 +270,12 @@ mod imp {
         pub(crate) const fn unset() -> Self {
             Stamp(None)
         }
+        /// This stamp if it is set, else now: a wait that starts over
+        /// (after a lock given back to yield) keeps its first start.
+        #[inline]
+        pub(crate) fn or_now(self) -> Self {
+            if self.0.is_some() { self } else { Self::now() }
+        }
     }
 
     impl Counters {
@@ -296,6 +302,15 @@ mod imp {
         #[inline]
         pub(crate) fn acquired(&self) {
             self.acquisitions.fetch_add(1, Relaxed);
+        }
+
+        /// An acquisition counted by [`acquired`](Self::acquired) whose
+        /// lock was given back before the caller got it (a spent coop
+        /// budget, `acquire::future`): the caller's retry counts the one
+        /// acquisition it sees, as a cancelled wait counts none.
+        #[cold]
+        pub(crate) fn given_back(&self) {
+            self.acquisitions.fetch_sub(1, Relaxed);
         }
 
         /// An acquisition that waited since `since`.
@@ -374,6 +389,10 @@ mod imp {
         pub(crate) const fn unset() -> Self {
             Stamp
         }
+        #[inline(always)]
+        pub(crate) fn or_now(self) -> Self {
+            Stamp
+        }
     }
 
     impl Counters {
@@ -384,6 +403,8 @@ mod imp {
         pub(crate) fn event(&self, _: Event) {}
         #[inline(always)]
         pub(crate) fn acquired(&self) {}
+        #[inline(always)]
+        pub(crate) fn given_back(&self) {}
         #[inline(always)]
         pub(crate) fn acquired_after(&self, _: Stamp) {}
         pub(crate) fn snapshot(&self) -> LockStats {
@@ -444,7 +465,10 @@ impl LockStats {
     pub fn enabled(&self) -> bool {
         self.enabled
     }
-    /// Acquisitions, read and write, blocking and async, `try_*` included.
+    /// Acquisitions, read and write, blocking and async, `try_*` included:
+    /// one per acquisition that completed. (A lock that a task took and
+    /// gave back before it yielded on a spent coop budget, to take it anew
+    /// when it runs next, counts once; a cancelled wait counts none.)
     pub fn acquisitions(&self) -> u64 {
         self.acquisitions
     }

@@ -138,6 +138,66 @@ fn a_cancelled_wait_is_not_an_acquisition() {
     assert_eq!(stats.event(Event::Cancel), 1, "{stats}");
 }
 
+/// A task's coop budget runs out once per 128 acquisitions. By default a
+/// lock taken without queueing is then given back before the task yields,
+/// and taken anew when the task runs next: one acquisition for the caller,
+/// and one for the counters, whether the take was uncontended (one task
+/// alone) or won by a spin or a barge (tasks in a tight loop on two
+/// workers), and with its wait counted from its first poll. Under `fair`
+/// the task yields holding the lock, which counts once as well.
+#[cfg(feature = "stats")]
+#[test]
+fn an_acquisition_given_back_to_yield_counts_once() {
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).build().unwrap();
+    let lock = Arc::new(Mutex::new(0u32));
+    let alone = runtime.spawn({
+        let lock = Arc::clone(&lock);
+        async move {
+            for _ in 0..1_000 {
+                *lock.lock().await += 1;
+            }
+        }
+    });
+    runtime.block_on(alone).unwrap();
+    let stats = lock.stats();
+    assert_eq!(stats.acquisitions(), 1_000, "{stats}");
+    assert_eq!(stats.contended(), 0, "{stats}");
+
+    let lock = Arc::new(RwLock::new(0u32));
+    let (tasks, rounds) = (8, 20_000);
+    let handles: Vec<_> = (0..tasks)
+        .map(|i| {
+            let lock = Arc::clone(&lock);
+            runtime.spawn(async move {
+                for n in 0..rounds {
+                    // Sections long enough that the two workers' tasks meet.
+                    if (n + i) % 10 == 0 {
+                        let mut guard = lock.write().await;
+                        for _ in 0..100 {
+                            *guard = std::hint::black_box(*guard);
+                        }
+                        *guard += 1;
+                    } else {
+                        let guard = lock.read().await;
+                        for _ in 0..10 {
+                            std::hint::black_box(*guard);
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    runtime.block_on(async {
+        for handle in handles {
+            handle.await.unwrap();
+        }
+    });
+    assert_eq!(*lock.try_read().unwrap(), tasks * rounds / 10);
+    let stats = lock.stats();
+    assert_eq!(stats.acquisitions(), u64::from(tasks * rounds) + 1, "{stats}");
+    assert!(stats.contended() <= stats.acquisitions(), "{stats}");
+}
+
 #[cfg(feature = "stats")]
 #[test]
 fn lockref_counts_its_lock_not_its_lockless_count_updates() {

@@ -186,9 +186,9 @@ impl<F: FnOnce() -> G, G, L: Layout> Future for Lock<'_, F, L> {
                 if FAIR {
                     *held = true;
                 } else {
-                    // SAFETY: the fast path has just taken it for this
-                    // future, which never handed it to a guard.
-                    unsafe { give_back_to_yield(raw, *kind) };
+                    // SAFETY: the fast path has just taken it (and counted
+                    // it) for this future, which never handed it to a guard.
+                    unsafe { raw.give_back(*kind, true) };
                 }
                 return Poll::Pending;
             }
@@ -211,22 +211,6 @@ impl<F, L: Layout> Drop for Lock<'_, F, L> {
             self.drop_slow();
         }
     }
-}
-
-/// Releases a lock that this future took without queueing, because the
-/// coop budget says yield (the default build; see the module docs). Out of
-/// line: it runs once per budget at most, and the fast path that calls it
-/// is inlined at every `.await`.
-///
-/// # Safety
-///
-/// The lock is held in mode `kind` for the calling future, which has not
-/// handed it to a guard and will not use it again before taking it anew.
-#[cold]
-#[inline(never)]
-unsafe fn give_back_to_yield<L: Layout>(raw: &RawRwLock<L>, kind: Kind) {
-    // SAFETY: the caller's promise.
-    unsafe { raw.unlock(kind) };
 }
 
 /// Charges one unit of the task's coop budget, as tokio's locks do:
@@ -306,28 +290,31 @@ impl<F: FnOnce() -> G, G, L: Layout> Future for Acquire<'_, F, L> {
         let this = unsafe { self.get_unchecked_mut() };
         match this.phase {
             Phase::Contend => {
-                this.since = Stamp::now();
+                // A wait that starts over after a lock given back to yield
+                // (below) keeps its first start.
+                this.since = this.since.or_now();
                 let waker = || Task::Waker(cx.waker().clone());
                 if !this.lock.lock_contended(&this.node, Spinner::Task, spin_limit(this.lock), waker) {
                     this.phase = Phase::Queued;
                     return Poll::Pending;
                 }
-                this.lock.acquired_after(this.node.kind, this.since);
                 if !FAIR {
                     // Taken by a spin or a barge, without ever queueing: as on
                     // the fast path, a spent budget gives the lock back, and
                     // the next poll contends afresh (the node is still idle).
                     if charge_coop(cx).is_pending() {
                         // SAFETY: taken just now for this future, never
-                        // handed to a guard.
-                        unsafe { give_back_to_yield(this.lock, this.node.kind) };
+                        // handed to a guard; not counted yet.
+                        unsafe { this.lock.give_back(this.node.kind, false) };
                         return Poll::Pending;
                     }
+                    this.lock.acquired_after(this.node.kind, this.since);
                     this.phase = Phase::Done;
                     // SAFETY: taken once: `phase` is `Done` from now on, and
                     // `Drop` drops `make` only before.
                     return Poll::Ready(unsafe { ManuallyDrop::take(&mut this.make) }());
                 }
+                this.lock.acquired_after(this.node.kind, this.since);
             }
             Phase::Queued => {
                 ready!(this.lock.poll_queued(&this.node, cx.waker(), spin_limit(this.lock)));

@@ -28,8 +28,9 @@ fn panic_message(f: impl FnOnce()) -> String {
 
 #[test]
 fn sizes() {
-    // The `stats` feature adds per-lock counters (documented in stats.rs).
-    if !cfg!(feature = "stats") {
+    // The `stats` feature adds per-lock counters (documented in stats.rs),
+    // `tracing` the lock's span (trace.rs).
+    if !cfg!(any(feature = "stats", feature = "tracing")) {
         assert_eq!(size_of::<LockRef<()>>(), 8);
         assert_eq!(size_of::<LockRef<u32>>(), 16);
     }

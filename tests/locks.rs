@@ -145,6 +145,46 @@ fn a_run_of_readers_longer_than_a_wake_batch_is_let_in_whole() {
     readers_behind_a_writer_are_let_in_together(100);
 }
 
+/// A writer queued at the head, with a run of readers longer than one round
+/// of wakeups behind it, gives up while readers hold the lock: the readers
+/// behind it may join the ones inside, and every one of them is let in, in
+/// rounds (the cancellation's own round, then the rest). `woken_first`:
+/// the writer was woken to compete (it holds the woken-writer token) before
+/// it gave up, rather than still waiting.
+fn a_cancelled_writer_lets_in_the_readers_behind_it(n: usize, woken_first: bool) {
+    let lock = RwLock::new(0);
+    let mut held = Some(lock.try_read().unwrap());
+    let mut writer = spawn(lock.write());
+    assert_pending!(writer.poll());
+    let mut readers: Vec<_> = (0..n).map(|_| spawn(lock.read())).collect();
+    for r in &mut readers {
+        assert_pending!(r.poll());
+    }
+    if woken_first {
+        // The last reader inside leaves: the writer is woken (default) or
+        // granted the lock (`fair`) but has not run yet.
+        drop(held.take());
+        assert!(writer.is_woken());
+    }
+    drop(writer);
+    let woken = readers.iter().filter(|r| r.is_woken()).count();
+    assert_eq!(woken, n, "the writer's cancellation let in {woken} of the {n} readers behind it");
+    let guards: Vec<_> = readers.iter_mut().map(|r| assert_ready!(r.poll())).collect();
+    assert!(lock.try_write().is_err());
+    drop((guards, held));
+    assert!(lock.try_write().is_ok(), "every guard is gone, and the lock is still held");
+}
+
+#[test]
+fn a_cancelled_writer_lets_in_a_long_run_of_readers_behind_it() {
+    a_cancelled_writer_lets_in_the_readers_behind_it(100, false);
+}
+
+#[test]
+fn a_cancelled_woken_writer_lets_in_a_long_run_of_readers_behind_it() {
+    a_cancelled_writer_lets_in_the_readers_behind_it(100, true);
+}
+
 #[test]
 fn a_queued_writer_blocks_new_readers_but_not_the_held_ones() {
     let lock = RwLock::new(0);
@@ -1430,6 +1470,37 @@ async fn every_acquisition_charges_one_unit_of_coop_budget_as_tokio_s_locks_do()
     }
     assert!(futures::poll!(queued.as_mut()).is_ready(), "the granted waiter did not complete on the last unit");
     assert!(tokio::task::coop::consume_budget().now_or_never().is_none(), "the granted waiter's charge was given back");
+}
+
+/// A waiter whose turn came through the queue keeps the lock when the coop
+/// budget is spent (tokio#8371; by default only a lock taken without
+/// queueing is given back): it yields holding it, nobody else gets in
+/// meanwhile, and its next poll, with a fresh budget, completes. tokio's
+/// own Mutex does the same.
+#[tokio::test]
+async fn a_granted_waiter_out_of_budget_yields_holding_the_lock_and_completes_next_poll() {
+    use futures::FutureExt;
+    let tokio_mutex = tokio::sync::Mutex::new(());
+    let per_budget = acquisitions_per_budget(|| tokio_mutex.lock().now_or_never().is_some()).await;
+    let m = Mutex::new(());
+    let held = m.lock().await;
+    let mut queued = std::pin::pin!(m.lock());
+    assert!(futures::poll!(queued.as_mut()).is_pending());
+    drop(held);
+    // Spend the rest of this poll's budget (one unit went on the lock above).
+    tokio::task::yield_now().await;
+    for _ in 0..per_budget {
+        assert!(tokio::task::coop::consume_budget().now_or_never().is_some());
+    }
+    assert!(tokio::task::coop::consume_budget().now_or_never().is_none(), "the budget is not spent");
+    assert!(futures::poll!(queued.as_mut()).is_pending(), "completed with the budget spent");
+    assert!(m.try_lock().is_err(), "the waiter let go of its turn while it yields");
+    tokio::task::yield_now().await;
+    let guard = futures::poll!(queued.as_mut());
+    assert!(guard.is_ready(), "the waiter did not complete with a fresh budget");
+    assert!(m.try_lock().is_err());
+    drop(guard);
+    assert!(m.try_lock().is_ok());
 }
 
 /// An owned future keeps its lock's `Arc` and uses the lock through it:

@@ -246,17 +246,33 @@ fn cancel_head_lets_readers_behind_in() {
     });
 }
 
-/// Readers queued behind a writer are let in together by its release.
+/// Readers queued behind a writer are let in together by its release: each
+/// holds its read lock until both are inside, so a release that let in only
+/// part of the run, leaving the rest to the next release, deadlocks the
+/// model. (Under the model checkers a round of wakeups holds one reader,
+/// `config::WAKE_BATCH`, so the second comes in a second round.)
 #[test]
 fn reader_batch_wake() {
     let _g = handoff(false);
     loom::model(|| {
         let s = Shared::new();
+        let inside = Arc::new(AtomicUsize::new(0));
         blocking::lock(&s.lock, Write);
         let readers: Vec<_> = (0..2)
             .map(|_| {
-                let s = s.clone();
-                thread::spawn(move || s.read())
+                let (s, inside) = (s.clone(), inside.clone());
+                thread::spawn(move || {
+                    blocking::lock(&s.lock, Read);
+                    inside.fetch_add(1, SeqCst);
+                    while inside.load(SeqCst) < 2 {
+                        thread::yield_now();
+                    }
+                    // SAFETY: the read lock taken above excludes writers.
+                    let v = s.data.with(|d| unsafe { *d });
+                    // SAFETY: the read lock taken above, given up.
+                    unsafe { s.lock.read_unlock() };
+                    v
+                })
             })
             .collect();
         // SAFETY: the write lock taken at the start of the model excludes the readers.

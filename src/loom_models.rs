@@ -246,6 +246,48 @@ fn cancel_head_lets_readers_behind_in() {
     });
 }
 
+/// A writer at the head of the queue, with two readers behind it, gives up
+/// while a reader holds the lock: the readers behind it must join the one
+/// inside, both of them, while it stays (under the model checkers a round
+/// of wakeups holds one reader, so the second comes in a second round of
+/// the cancellation's dispatch). A cancellation that let in only part of
+/// the run would leave the rest to the next release, which the reader
+/// inside does not make until both are in.
+#[test]
+fn cancel_head_lets_a_run_of_readers_in() {
+    let _g = handoff(false);
+    loom::model(|| {
+        let s = Shared::new();
+        let inside = Arc::new(AtomicUsize::new(0));
+        blocking::lock(&s.lock, Read);
+        // Queued behind the read lock this thread holds; readers that come
+        // now queue behind it.
+        let mut writer = Box::pin(acquire(&s.lock, Write));
+        assert!(poll_once(writer.as_mut()).is_pending());
+        let readers: Vec<_> = (0..2)
+            .map(|_| {
+                let (s, inside) = (s.clone(), inside.clone());
+                thread::spawn(move || {
+                    blocking::lock(&s.lock, Read);
+                    inside.fetch_add(1, SeqCst);
+                    // SAFETY: the read lock taken above, given up.
+                    unsafe { s.lock.read_unlock() };
+                })
+            })
+            .collect();
+        drop(writer);
+        while inside.load(SeqCst) < 2 {
+            thread::yield_now();
+        }
+        // SAFETY: the read lock taken at the start of the model, given up.
+        unsafe { s.lock.read_unlock() };
+        for r in readers {
+            r.join().unwrap();
+        }
+        s.assert_idle();
+    });
+}
+
 /// Readers queued behind a writer are let in together by its release: each
 /// holds its read lock until both are inside, so a release that let in only
 /// part of the run, leaving the rest to the next release, deadlocks the

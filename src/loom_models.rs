@@ -79,6 +79,27 @@ impl Shared {
     fn assert_idle(&self) {
         assert_eq!(self.lock.word(), 0, "lock left as {:?}", crate::state::Decoded(self.lock.word()));
     }
+
+    /// A thread that takes a read lock, counts itself in `inside`, waits
+    /// there until `together` readers have come in, and leaves with what it
+    /// read. A model that needs readers inside at once finds out this way
+    /// that part of a run was left queued: that reader never comes, and the
+    /// model's wait never ends.
+    fn reader_counted_in(this: &Arc<Self>, inside: &Arc<AtomicUsize>, together: usize) -> thread::JoinHandle<usize> {
+        let (s, inside) = (this.clone(), inside.clone());
+        thread::spawn(move || {
+            blocking::lock(&s.lock, Read);
+            inside.fetch_add(1, SeqCst);
+            while inside.load(SeqCst) < together {
+                thread::yield_now();
+            }
+            // SAFETY: the read lock taken above excludes writers.
+            let v = s.data.with(|d| unsafe { *d });
+            // SAFETY: the read lock taken above, given up.
+            unsafe { s.lock.read_unlock() };
+            v
+        })
+    }
 }
 
 /// Polls a future once with a waker that does nothing (the model never waits
@@ -264,17 +285,7 @@ fn cancel_head_lets_a_run_of_readers_in() {
         // now queue behind it.
         let mut writer = Box::pin(acquire(&s.lock, Write));
         assert!(poll_once(writer.as_mut()).is_pending());
-        let readers: Vec<_> = (0..2)
-            .map(|_| {
-                let (s, inside) = (s.clone(), inside.clone());
-                thread::spawn(move || {
-                    blocking::lock(&s.lock, Read);
-                    inside.fetch_add(1, SeqCst);
-                    // SAFETY: the read lock taken above, given up.
-                    unsafe { s.lock.read_unlock() };
-                })
-            })
-            .collect();
+        let readers: Vec<_> = (0..2).map(|_| Shared::reader_counted_in(&s, &inside, 0)).collect();
         drop(writer);
         while inside.load(SeqCst) < 2 {
             thread::yield_now();
@@ -300,23 +311,7 @@ fn reader_batch_wake() {
         let s = Shared::new();
         let inside = Arc::new(AtomicUsize::new(0));
         blocking::lock(&s.lock, Write);
-        let readers: Vec<_> = (0..2)
-            .map(|_| {
-                let (s, inside) = (s.clone(), inside.clone());
-                thread::spawn(move || {
-                    blocking::lock(&s.lock, Read);
-                    inside.fetch_add(1, SeqCst);
-                    while inside.load(SeqCst) < 2 {
-                        thread::yield_now();
-                    }
-                    // SAFETY: the read lock taken above excludes writers.
-                    let v = s.data.with(|d| unsafe { *d });
-                    // SAFETY: the read lock taken above, given up.
-                    unsafe { s.lock.read_unlock() };
-                    v
-                })
-            })
-            .collect();
+        let readers: Vec<_> = (0..2).map(|_| Shared::reader_counted_in(&s, &inside, 2)).collect();
         // SAFETY: the write lock taken at the start of the model excludes the readers.
         s.data.with_mut(|d| unsafe { *d = 7 });
         // SAFETY: the write lock taken at the start of the model, given up.

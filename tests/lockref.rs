@@ -83,6 +83,20 @@ fn get_and_put() {
     let msg = panic_message(|| r.put());
     assert!(msg.contains("no reference to give back"), "{msg}");
     assert_eq!(r.count(), 0);
+    // Through the lock path too: a put that finds the lock held waits for it,
+    // then finds nothing to give back.
+    let guard = r.lock();
+    let r2 = &r;
+    let t = thread::scope(|s| {
+        let h = s.spawn(move || panic_message(|| r2.put()));
+        thread::sleep(Duration::from_millis(20));
+        drop(guard);
+        h.join().unwrap()
+    });
+    assert!(t.contains("no reference to give back"), "{t}");
+    assert_eq!(r.count(), 0);
+    // The lock was released by the panicking fallback.
+    assert!(r.try_lock().is_ok());
 }
 
 #[test]

@@ -26,6 +26,19 @@ fn panic_message(f: impl FnOnce()) -> String {
         .unwrap_or_default()
 }
 
+/// The panic message of `op` on another thread while this one holds `r`'s
+/// lock for a while, so that `op` goes through the lock path (it waits for
+/// the lock, then panics under it).
+fn panic_behind_the_lock(r: &LockRef<()>, op: impl FnOnce(&LockRef<()>) + Send) -> String {
+    let guard = r.lock();
+    thread::scope(|s| {
+        let h = s.spawn(move || panic_message(|| op(r)));
+        thread::sleep(Duration::from_millis(20));
+        drop(guard);
+        h.join().unwrap()
+    })
+}
+
 #[test]
 fn sizes() {
     // The `stats` feature adds per-lock counters (documented in stats.rs),
@@ -85,14 +98,7 @@ fn get_and_put() {
     assert_eq!(r.count(), 0);
     // Through the lock path too: a put that finds the lock held waits for it,
     // then finds nothing to give back.
-    let guard = r.lock();
-    let r2 = &r;
-    let t = thread::scope(|s| {
-        let h = s.spawn(move || panic_message(|| r2.put()));
-        thread::sleep(Duration::from_millis(20));
-        drop(guard);
-        h.join().unwrap()
-    });
+    let t = panic_behind_the_lock(&r, |r| r.put());
     assert!(t.contains("no reference to give back"), "{t}");
     assert_eq!(r.count(), 0);
     // The lock was released by the panicking fallback.
@@ -114,14 +120,7 @@ fn overflow_panics_and_leaves_the_count() {
     assert!(msg.contains("overflow"), "{msg}");
     assert_eq!(r.count(), MAX_COUNT);
     // Through the lock path too.
-    let guard = r.lock();
-    let r2 = &r;
-    let t = thread::scope(|s| {
-        let h = s.spawn(move || panic_message(|| r2.get()));
-        thread::sleep(Duration::from_millis(20));
-        drop(guard);
-        h.join().unwrap()
-    });
+    let t = panic_behind_the_lock(&r, |r| r.get());
     assert!(t.contains("overflow"), "{t}");
     assert_eq!(r.count(), MAX_COUNT);
     // The lock was released by the panicking fallback.

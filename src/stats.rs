@@ -259,8 +259,10 @@ mod imp {
     /// When a contended acquisition started: a reading of the lock's own
     /// clock (`clock::now`, never 0), or 0 for none yet. Eight bytes, as
     /// against sixteen for an `Option<Instant>`: the stamp sits in every
-    /// lock future, which stays the size of tokio's with it (the node's
-    /// padding has room for eight bytes, not sixteen; `tests/locks.rs`).
+    /// lock future, and the padding that the node's alignment leaves there
+    /// has room for eight bytes, so `read`, `write` and `lock` stay the
+    /// size of tokio's with it (the owned futures, which hold the `Arc` as
+    /// well, grow to 128 bytes; `tests/locks.rs`).
     #[derive(Clone, Copy)]
     pub(crate) struct Stamp(u64);
 

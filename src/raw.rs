@@ -1065,6 +1065,11 @@ impl<L: Layout> RawRwLock<L> {
                         // SAFETY: our node is linked in `q`.
                         let stale = unsafe { q.remove_acquired(node) };
                         // Readers queued behind a reader may share the lock.
+                        // (A head finds its lock free only between a
+                        // release's word and its queue lock, and that
+                        // release dispatches next, so it would let them in
+                        // too: this only lets them in sooner. shuttle's
+                        // `reader_head_polled_during_a_release` runs it.)
                         let more = kind == Kind::Read && !alone && self.dispatch(&mut q, &mut wakes);
                         drop(q);
                         drop(stale);

@@ -1,8 +1,9 @@
 //! Randomized schedules with [shuttle]: the scenarios of the loom models
 //! (src/loom_models.rs), with 6 to 10 threads and tasks where loom stops at
-//! 4 or 5. The library is built on shuttle's atomics and thread parking, so
-//! every atomic access is a scheduling point; shuttle's executor runs the
-//! tasks. A lost wakeup shows up as shuttle's deadlock report, a broken
+//! 4 or 5, and one race too narrow for a loom model of a useful size (a
+//! queued reader polled while a release is in flight). The library is built
+//! on shuttle's atomics and thread parking, so every atomic access is a
+//! scheduling point; shuttle's executor runs the tasks. A lost wakeup shows up as shuttle's deadlock report, a broken
 //! exclusion as a failed shadow check; either prints the failing schedule.
 //!
 //! ```text
@@ -20,7 +21,7 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::task::{Context, Poll};
 
 use hybrid_sync::{LockRef, Mutex, RwLock};
@@ -391,5 +392,74 @@ fn lockref_get_put_vs_lock() {
         // 3 tasks +1 +1.
         assert_eq!(r.count(), 1 + 2 + 2 + 6);
         assert_eq!(*r.lock(), 5);
+    });
+}
+
+/// A waker that records that it was woken.
+fn flag_waker() -> (std::task::Waker, Arc<AtomicBool>) {
+    struct Flag(Arc<AtomicBool>);
+    impl std::task::Wake for Flag {
+        fn wake(self: Arc<Self>) {
+            self.0.store(true, SeqCst);
+        }
+    }
+    let flag = Arc::new(AtomicBool::new(false));
+    (Arc::new(Flag(flag.clone())).into(), flag)
+}
+
+/// Polls `fut` once: its output, or the flag that its next wakeup sets.
+fn poll_flagged<F: Future + ?Sized>(fut: Pin<&mut F>) -> Result<F::Output, Arc<AtomicBool>> {
+    let (waker, flag) = flag_waker();
+    match fut.poll(&mut Context::from_waker(&waker)) {
+        Poll::Ready(out) => Ok(out),
+        Poll::Pending => Err(flag),
+    }
+}
+
+/// Three readers queued behind a writer; the head reader is polled (as a
+/// task is on a spurious or an old wakeup) while the writer's release runs
+/// on another thread, so it may take the lock itself between the release's
+/// word and its queue lock, and let in the run behind it itself, one reader
+/// per round of wakeups under the model checkers (`WAKE_BATCH`). Whoever
+/// gets there first, once the release is over every reader still waiting
+/// has been woken since its last poll, and all three get in together.
+#[test]
+fn reader_head_polled_during_a_release() {
+    check(|| {
+        let lock = Arc::new(RwLock::new(0u64));
+        let writer = lock.clone().try_write_owned().unwrap();
+        // Queued in this order, each with the flag of its last poll.
+        let mut readers: Vec<_> = (0..3)
+            .map(|_| {
+                let mut r = Box::pin(lock.clone().read_owned());
+                let flag = poll_flagged(r.as_mut()).expect_err("a reader got in beside the writer");
+                (r, flag)
+            })
+            .collect();
+        let (mut head, mut head_flag) = readers.remove(0);
+        let release = thread::spawn(move || drop(writer));
+        let poller = thread::spawn(move || {
+            for _ in 0..2 {
+                match poll_flagged(head.as_mut()) {
+                    Ok(guard) => return Ok(guard),
+                    Err(flag) => head_flag = flag,
+                }
+                thread::yield_now();
+            }
+            Err((head, head_flag))
+        });
+        release.join().unwrap();
+        let mut guards = Vec::new();
+        match poller.join().unwrap() {
+            Ok(guard) => guards.push(guard),
+            Err(waiting) => readers.insert(0, waiting),
+        }
+        for (mut r, flag) in readers {
+            assert!(flag.load(SeqCst), "a reader left waiting after every release was never woken");
+            guards.push(poll_flagged(r.as_mut()).expect("a woken reader did not get in"));
+        }
+        assert!(lock.try_write().is_err());
+        drop(guards);
+        assert!(lock.try_write().is_ok());
     });
 }

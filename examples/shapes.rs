@@ -43,10 +43,8 @@
 
 use std::future::Future;
 use std::ops::{Deref, DerefMut};
-use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 #[path = "common/clock.rs"]
@@ -55,9 +53,12 @@ mod clock;
 mod peers;
 #[path = "common/work.rs"]
 mod work;
+#[path = "common/yield_now.rs"]
+mod yield_now;
 use clock::Usage;
 use peers::Peer;
 use work::work;
+use yield_now::YieldNow;
 
 /// An async `RwLock<u64>` whose guards the shapes can hold across `.await`.
 trait AsyncRw: Send + Sync + 'static {
@@ -86,22 +87,6 @@ macro_rules! async_rw {
 async_rw!(hybrid_sync::RwLock<u64>, "hybrid-sync");
 async_rw!(tokio::sync::RwLock<u64>, "tokio");
 async_rw!(async_lock::RwLock<u64>, "async-lock");
-
-/// Ready at its second poll, waking its task at the first: tokio's
-/// `yield_now` without tokio (which `LocalPool` has none of).
-struct YieldNow(bool);
-
-impl Future for YieldNow {
-    type Output = ();
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        if self.0 {
-            return Poll::Ready(());
-        }
-        self.0 = true;
-        cx.waker().wake_by_ref();
-        Poll::Pending
-    }
-}
 
 /// A task's pseudo-random stream (64-bit LCG, high bits).
 struct Rng(u64);

@@ -790,17 +790,19 @@ impl<L: Layout> RawRwLock<L> {
     /// The contended path of a node that is not queued: spin, then barge or
     /// queue under the queue lock. Returns `true` if the lock was taken; if
     /// not, the node is queued as `WAITING` with the task from `task`.
+    /// `spin_limit` says how long it may spin, asked only if nothing else
+    /// rules a spin out (see [`spin`](Self::spin)).
     pub(crate) fn lock_contended(
         &self,
         node: &Waiter,
         spinner: Spinner,
-        spin_limit_ns: u32,
+        spin_limit: impl FnOnce() -> u32,
         task: impl FnOnce() -> Task,
     ) -> bool {
         debug_assert_eq!(node.state(), IDLE);
         self.stats.event(Event::Contended);
         let kind = node.kind;
-        if SPIN && spin_limit_ns > 0 && self.spin(kind, spinner, spin_limit_ns) {
+        if SPIN && self.spin(kind, spinner, spin_limit) {
             return true;
         }
         // SAFETY: our node, not linked (IDLE).
@@ -877,30 +879,38 @@ impl<L: Layout> RawRwLock<L> {
     /// slot"). A thread still takes a slot to read: nothing else bounds how
     /// many threads spin at once.
     /// `GRANTEE` keeps slotless readers off as it keeps everyone.
-    fn spin(&self, kind: Kind, spinner: Spinner, limit_ns: u32) -> bool {
-        // Whether spinning cannot win in state `s`: the queue owns the next
-        // turn (a pending handoff, or anyone queued under `fair`), or a
-        // reader faces queued waiters, which it never passes.
-        let futile = |s: u32| {
-            (has_handoff(s) && !config::spin_through_handoff())
-                || (FAIR && has_waiters(s))
-                || (kind == Kind::Read && has_waiters(s))
-        };
-        // Look before claiming a spinner slot (two more atomic operations
-        // on the queue word), so the common refusal costs one load
-        // (Relaxed: a heuristic; the poll's CAS decides).
-        if futile(self.state.load(Ordering::Relaxed)) {
-            self.stats.event(Event::SpinHandoff);
+    ///
+    /// The refusals come first and cost a load each (Relaxed: a heuristic;
+    /// the poll's CAS decides): a futile word, then a full or granted lock
+    /// (the slot's claim is two more atomic operations on the queue word).
+    /// Only then is `limit` asked how long to spin, a thread-local look-up
+    /// for a task (`acquire::future::spin_limit`), 0 where spinning is ruled
+    /// out; a lock held across `.await`, granted on and on, never asks it.
+    #[inline]
+    fn spin(&self, kind: Kind, spinner: Spinner, limit: impl FnOnce() -> u32) -> bool {
+        if spin_is_futile(kind, self.state.load(Ordering::Relaxed)) {
+            // Counted as a spin phase only where the limit allowed one, as
+            // when the limit was asked first.
+            if cfg!(feature = "stats") && limit() > 0 {
+                self.stats.event(Event::SpinHandoff);
+            }
             return false;
         }
         let slotless = kind == Kind::Read && spinner == Spinner::Task;
-        if slotless {
-            if self.queue().has_grantee() {
-                return false;
-            }
-        } else if !self.queue().try_claim_spinner() {
+        if !self.queue().may_spin(slotless) {
             return false;
         }
+        let limit_ns = limit();
+        if limit_ns == 0 || (!slotless && !self.queue().try_claim_spinner()) {
+            return false;
+        }
+        self.spin_admitted(kind, slotless, limit_ns)
+    }
+
+    /// [`spin`](Self::spin) once admitted, holding a spinner slot unless
+    /// `slotless`.
+    fn spin_admitted(&self, kind: Kind, slotless: bool, limit_ns: u32) -> bool {
+        let futile = |s: u32| spin_is_futile(kind, s);
         let max = self.state.max_readers();
         let mut token = false;
         // Seed 003's measurement, when switched on: time spent between a
@@ -1303,7 +1313,9 @@ impl<L: Layout> RawRwLock<L> {
     /// An async owner polls its queued node: `Ready` once it holds the lock.
     /// While it still waits, the stored waker is replaced if the task now
     /// polls with another one, so a future moved between tasks is not lost.
-    pub(crate) fn poll_queued(&self, node: &Waiter, waker: &Waker, spin_limit_ns: u32) -> Poll<()> {
+    /// `spin_limit` says how long it may spin, asked only where it would
+    /// (not for a grant, the hand-over of a lock held across `.await`).
+    pub(crate) fn poll_queued(&self, node: &Waiter, waker: &Waker, spin_limit: impl Fn() -> u32) -> Poll<()> {
         match node.state() {
             GRANTED => {
                 // SAFETY: our node, granted (Acquire load above).
@@ -1311,17 +1323,17 @@ impl<L: Layout> RawRwLock<L> {
                 return Poll::Ready(());
             }
             LICENSED => {
-                return match self.enter_licensed(node, spin_limit_ns, || Task::Waker(waker.clone())) {
+                return match self.enter_licensed(node, spin_limit(), || Task::Waker(waker.clone())) {
                     true => Poll::Ready(()),
                     false => Poll::Pending,
                 };
             }
-            RETRY if self.take_woken(node, spin_limit_ns) => return Poll::Ready(()),
+            RETRY if self.take_woken(node, spin_limit()) => return Poll::Ready(()),
             _ => {}
         }
         match self.retry_queued(node, Some(waker), false, || Task::Waker(waker.clone())) {
             Retry::Acquired => Poll::Ready(()),
-            Retry::Licensed => match self.enter_licensed(node, spin_limit_ns, || Task::Waker(waker.clone())) {
+            Retry::Licensed => match self.enter_licensed(node, spin_limit(), || Task::Waker(waker.clone())) {
                 true => Poll::Ready(()),
                 false => Poll::Pending,
             },
@@ -1447,7 +1459,7 @@ impl<L: Layout> RawRwLock<L> {
     /// Returns `true` if it took the lock.
     pub(crate) fn spin_only(&self, kind: Kind, limit_ns: u32) -> bool {
         let since = Stamp::now();
-        let acquired = SPIN && limit_ns > 0 && self.spin(kind, Spinner::Thread, limit_ns);
+        let acquired = SPIN && limit_ns > 0 && self.spin(kind, Spinner::Thread, || limit_ns);
         if acquired {
             self.acquired_after(kind, since);
         }
@@ -1495,7 +1507,7 @@ impl<L: Layout> RawRwLock<L> {
         let node = pin!(Waiter::new(kind, self.key()));
         let node = &*node;
         let thread = || Task::Thread(crate::loom::current_thread());
-        if self.lock_contended(node, Spinner::Thread, self.blocking_spin_limit(), thread) {
+        if self.lock_contended(node, Spinner::Thread, || self.blocking_spin_limit(), thread) {
             return true;
         }
         let mut nap = config::RECHECK_MIN;
@@ -1634,6 +1646,16 @@ impl<L: Layout> RawRwLock<L> {
         }
         out
     }
+}
+
+/// Whether a spinner of `kind` cannot win in state `s`: the queue owns the
+/// next turn (a pending handoff, or anyone queued under `fair`), or a
+/// reader faces queued waiters, which it never passes.
+#[inline]
+fn spin_is_futile(kind: Kind, s: u32) -> bool {
+    (has_handoff(s) && !config::spin_through_handoff())
+        || (FAIR && has_waiters(s))
+        || (kind == Kind::Read && has_waiters(s))
 }
 
 /// Whether this barging acquisition should first check the queue head for

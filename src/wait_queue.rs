@@ -712,6 +712,16 @@ impl WaitQueue {
         }
     }
 
+    /// Whether a newcomer may spin, by one load (a racy snapshot, checked
+    /// again by the claim): the lock is not granted to a waiter that has
+    /// not run yet, and a spinner slot is free, unless it spins `slotless`.
+    #[inline]
+    pub(crate) fn may_spin(&self, slotless: bool) -> bool {
+        // Relaxed: a hint that guards no data.
+        let f = flags(self.word.load(Ordering::Relaxed));
+        f & GRANTEE == 0 && (slotless || (f & SPINNERS) / ONE_SPINNER < MAX_SPINNERS)
+    }
+
     /// Claims one of the lock's spinner slots, if one is free.
     #[inline]
     pub(crate) fn try_claim_spinner(&self) -> bool {
@@ -1121,6 +1131,9 @@ impl WakeList {
             let task = rest.take_next();
             task.wake();
         }
+        // Every task is woken: the guard has nothing left to do, and its
+        // drop is an out-of-line call on every contended release.
+        core::mem::forget(rest);
     }
 }
 
@@ -1153,9 +1166,13 @@ impl Drop for Rest<'_> {
 }
 
 impl Drop for WakeList {
+    #[inline]
     fn drop(&mut self) {
         // A panic between collecting and waking must not lose a wakeup.
-        self.wake_all();
+        // (Every caller has woken its list already when it drops it.)
+        if self.len > 0 {
+            self.wake_all();
+        }
     }
 }
 

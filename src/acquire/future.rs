@@ -294,7 +294,7 @@ impl<F: FnOnce() -> G, G, L: Layout> Future for Acquire<'_, F, L> {
                 // (below) keeps its first start.
                 this.since = this.since.or_now();
                 let waker = || Task::Waker(cx.waker().clone());
-                if !this.lock.lock_contended(&this.node, Spinner::Task, spin_limit(this.lock), waker) {
+                if !this.lock.lock_contended(&this.node, Spinner::Task, || spin_limit(this.lock), waker) {
                     this.phase = Phase::Queued;
                     return Poll::Pending;
                 }
@@ -317,7 +317,7 @@ impl<F: FnOnce() -> G, G, L: Layout> Future for Acquire<'_, F, L> {
                 this.lock.acquired_after(this.node.kind, this.since);
             }
             Phase::Queued => {
-                ready!(this.lock.poll_queued(&this.node, cx.waker(), spin_limit(this.lock)));
+                ready!(this.lock.poll_queued(&this.node, cx.waker(), || spin_limit(this.lock)));
                 this.lock.acquired_after(this.node.kind, this.since);
             }
             Phase::Held => {}

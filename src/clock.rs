@@ -27,8 +27,9 @@
 //!   now = Instant - Instant0  (now as before)             (Instant no longer read)
 //! ```
 
+use crate::loom::atomic64::AtomicU64;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 /// How long the TSC is measured against `Instant` before its rate is
@@ -57,6 +58,11 @@ static ANCHOR: OnceLock<(Instant, u64)> = OnceLock::new();
 /// one: never 0, so that 0 can mean "not stamped".
 #[inline]
 pub(crate) fn now() -> u64 {
+    if cfg!(not(target_arch = "x86_64")) {
+        // No TSC to read: `Instant` it is, without a look at the scale
+        // (which on a target without 64-bit atomics is behind a mutex).
+        return slow_now();
+    }
     // Acquire: pairs with the Release store of the scale, which follows the
     // store of ANCHOR_TSC.
     match SCALE.load(Ordering::Acquire) {

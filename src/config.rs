@@ -14,8 +14,9 @@
 //!    the shortest enabled one wins, because a shorter bound on waiting is
 //!    the safer thing to impose on a crate that asked for the longer one.
 
+use crate::loom::atomic64::AtomicU64;
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 /// Strict FIFO hand-out (feature `fair`).

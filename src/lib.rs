@@ -197,7 +197,9 @@
 //!   limit no program reaches (it takes 1 GiB of live read guards).
 //! * **Size.** `RwLock<()>` and `Mutex<()>` are 16 bytes (tokio: 48 and
 //!   40). The futures of `read`, `write`, `lock` and their `_owned` forms
-//!   are 96 bytes each (tokio: 96, 96 and 120, owned or not).
+//!   are 96 bytes each (tokio: 96, 96 and 120, owned or not). On 32-bit
+//!   targets the locks are 12 bytes and the futures stay at 96, where
+//!   tokio's shrink to 48 and 60 (see [Platforms](#platforms)).
 //! * **Tracing.** tokio-console sees the locks only with the `tracing`
 //!   feature (tokio needs `tokio_unstable` and its own `tracing` feature);
 //!   the async-op spans are made only for acquisitions that wait.
@@ -218,6 +220,24 @@
 //! gives up its place in the queue and never leaks the lock. A future that
 //! was granted the lock but dropped before it returned releases it; a
 //! cancelled head lets the waiters behind it proceed if they now can.
+//!
+//! # Platforms
+//!
+//! Every target tokio builds for. On x86-64 the lock's clock reads the TSC
+//! where the CPU says it is invariant, and `Instant` elsewhere. On 32-bit
+//! targets the futures are larger than tokio's: the queue node is aligned
+//! to 32 bytes, for the five flag bits that the queue's word keeps beside
+//! the head's address, whatever the width of a pointer. Where the target
+//! has no 64-bit atomics (32-bit PowerPC, MIPS and SPARC, some 32-bit
+//! RISC-V and Arm), [`LockRef`]'s word, its count and its lock, is a `u64`
+//! behind a mutex, as tokio keeps its own 64-bit atomics there: get and put
+//! take that mutex where they would be one compare-and-swap (the kernel's
+//! lockref takes its spinlock on such architectures), and a `LockRef` is
+//! 16 bytes instead of 8; `RwLock` and `Mutex` keep their state in 32-bit
+//! atomics and pointers, and read only a testing hook (the handoff-timeout
+//! override) through such a mutex, on their slow paths.
+//! CI runs the tests on 32-bit big-endian PowerPC, which has none, and on
+//! AArch64, under qemu (`.ci/cross`).
 //!
 //! # Minimum supported Rust version
 //!

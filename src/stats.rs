@@ -95,8 +95,9 @@ mod imp {
     use super::{ALL, EVENTS, Event, LockStats, Recorded};
     // Plain std atomics even in loom builds: statistics are not part of the
     // protocol and must not multiply the schedules loom explores.
+    use crate::loom::atomic64::AtomicU64;
     use std::sync::OnceLock;
-    use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
+    use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering::Relaxed};
     use std::time::{Duration, Instant};
 
     /// Events the recorder keeps, the latest ones (24 bytes each).

@@ -28,8 +28,33 @@
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::SeqCst};
+#[cfg(target_has_atomic = "64")]
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::time::{Duration, Instant};
+
+/// A counter where the target has no 64-bit atomics (32-bit PowerPC, in
+/// `.ci/cross`): a `u64` behind a mutex, with the two methods used here.
+#[cfg(not(target_has_atomic = "64"))]
+#[derive(Default)]
+struct AtomicU64(std::sync::Mutex<u64>);
+
+#[cfg(not(target_has_atomic = "64"))]
+impl AtomicU64 {
+    fn new(v: u64) -> Self {
+        AtomicU64(std::sync::Mutex::new(v))
+    }
+
+    fn fetch_add(&self, v: u64, _: std::sync::atomic::Ordering) -> u64 {
+        let mut n = self.0.lock().unwrap();
+        *n += v;
+        *n - v
+    }
+
+    fn load(&self, _: std::sync::atomic::Ordering) -> u64 {
+        *self.0.lock().unwrap()
+    }
+}
 
 // The broken build runs only the RwLock torture.
 #[cfg_attr(hybrid_sync_broken, allow(unused_imports))]

@@ -4,7 +4,7 @@
 #![cfg(feature = "tracing")]
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 
 use hybrid_sync::{Mutex, RwLock};
@@ -37,7 +37,7 @@ struct Log {
 /// Records every span and event; one per test, on the test's thread.
 #[derive(Clone, Default)]
 struct Recorder {
-    next: Arc<AtomicU64>,
+    next: Arc<AtomicUsize>,
     log: Arc<StdMutex<Log>>,
     stack: Arc<StdMutex<Vec<u64>>>,
 }
@@ -58,7 +58,7 @@ impl Subscriber for Recorder {
         true
     }
     fn new_span(&self, attrs: &Attributes<'_>) -> Id {
-        let id = self.next.fetch_add(1, Ordering::Relaxed) + 1;
+        let id = self.next.fetch_add(1, Ordering::Relaxed) as u64 + 1;
         let mut fields = BTreeMap::new();
         attrs.record(&mut Fields(&mut fields));
         let parent = if let Some(p) = attrs.parent() {

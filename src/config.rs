@@ -13,19 +13,32 @@
 //! 3. Of the handoff presets (`handoff-250us`, default 1 ms, `handoff-4ms`),
 //!    the shortest enabled one wins, because a shorter bound on waiting is
 //!    the safer thing to impose on a crate that asked for the longer one.
+//! 4. A target without a clock (`wasm32-unknown-unknown`, where
+//!    `Instant::now` panics) is `fair` and `no-spin` whatever the features
+//!    say: a handoff timeout cannot be timed there, nor a spin bounded.
 
 use crate::loom::atomic64::AtomicU64;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-/// Strict FIFO hand-out (feature `fair`).
-pub(crate) const FAIR: bool = cfg!(feature = "fair");
+/// Whether the target has no clock: `std::time::Instant::now` panics on
+/// `wasm32-unknown-unknown` (and its 64-bit twin). The lock cannot time a
+/// waiter's wait there, so it cannot bound barging by a handoff timeout:
+/// it hands the lock out in strict FIFO order, tokio's, and does not spin
+/// (a spin is bounded by the clock too, and such a target has one thread
+/// unless it was built with `atomics`). The clock reads a constant there
+/// (`clock::now`).
+pub(crate) const NO_CLOCK: bool = cfg!(all(target_family = "wasm", target_os = "unknown"));
 
-/// Whether acquirers spin at all before queueing (off with `no-spin`).
+/// Strict FIFO hand-out (feature `fair`, or a target without a clock).
+pub(crate) const FAIR: bool = cfg!(feature = "fair") || NO_CLOCK;
+
+/// Whether acquirers spin at all before queueing (off with `no-spin`, and
+/// on a target without a clock).
 /// Under the model checker a "spin" is two polls, so that the spinner's
 /// interplay with handoff is explored without multiplying schedules.
-pub(crate) const SPIN: bool = !cfg!(feature = "no-spin");
+pub(crate) const SPIN: bool = !cfg!(feature = "no-spin") && !NO_CLOCK;
 
 /// How long a queued waiter may be passed over by barging newcomers before
 /// the next unlock hands the lock straight to it.

@@ -125,7 +125,9 @@
 //!
 //! Cargo unifies features across the dependency graph, so every combination
 //! builds: `fair` is independent of the others, `no-spin` overrides spin
-//! settings, and of several handoff presets the shortest wins.
+//! settings, and of several handoff presets the shortest wins. A target
+//! without a clock (`wasm32-unknown-unknown`) is `fair` and `no-spin`
+//! whatever the features say ([Platforms](#platforms)).
 //! [`tuning()`] returns the settings a build ended up with, for a start-up
 //! log line.
 //!
@@ -223,21 +225,34 @@
 //!
 //! # Platforms
 //!
-//! Every target tokio builds for. On x86-64 the lock's clock reads the TSC
-//! where the CPU says it is invariant, and `Instant` elsewhere. On 32-bit
-//! targets the futures are larger than tokio's: the queue node is aligned
-//! to 32 bytes, for the five flag bits that the queue's word keeps beside
-//! the head's address, whatever the width of a pointer. Where the target
-//! has no 64-bit atomics (32-bit PowerPC, MIPS and SPARC, some 32-bit
-//! RISC-V and Arm), [`LockRef`]'s word, its count and its lock, is a `u64`
-//! behind a mutex, as tokio keeps its own 64-bit atomics there: get and put
-//! take that mutex where they would be one compare-and-swap (the kernel's
-//! lockref takes its spinlock on such architectures), and a `LockRef` is
-//! 16 bytes instead of 8; `RwLock` and `Mutex` keep their state in 32-bit
-//! atomics and pointers, and read only a testing hook (the handoff-timeout
-//! override) through such a mutex, on their slow paths.
-//! CI runs the tests on 32-bit big-endian PowerPC, which has none, and on
-//! AArch64, under qemu (`.ci/cross`).
+//! Every target tokio builds for, except 32-bit RISC-V Linux, where
+//! `parking_lot_core` (which parks the blocking front end's threads) does
+//! not build. On x86-64 the lock's clock reads the TSC where the CPU says
+//! it is invariant, and `Instant` elsewhere.
+//!
+//! * **32-bit targets.** The futures are larger than tokio's: the queue
+//!   node is aligned to 32 bytes, for the five flag bits that the queue's
+//!   word keeps beside the head's address, whatever the width of a pointer.
+//! * **No 64-bit atomics** (32-bit PowerPC, MIPS and SPARC, some 32-bit
+//!   RISC-V and Arm). [`LockRef`]'s word, its count and its lock, is a `u64`
+//!   behind a mutex, as tokio keeps its own 64-bit atomics there: get and
+//!   put take that mutex where they would be one compare-and-swap (the
+//!   kernel's lockref takes its spinlock on such architectures), and a
+//!   `LockRef` is 16 bytes instead of 8. `RwLock` and `Mutex` keep their
+//!   state in 32-bit atomics, and read only a testing hook (the
+//!   handoff-timeout override) through such a mutex, on their slow paths.
+//! * **WebAssembly.** The async API works as tokio's does there. Without a
+//!   clock (`wasm32-unknown-unknown`, where `Instant::now` panics) a
+//!   waiter's wait cannot be timed, so neither can the handoff bound on
+//!   barging, nor a spin: the build hands the lock out in tokio's FIFO
+//!   order and never spins, whatever its features (`tuning()` says so), and
+//!   the `stats` feature's wait times read zero. WASI targets have a clock
+//!   and the default's behaviour.
+//!
+//! CI runs the tests on 32-bit big-endian PowerPC, which has no 64-bit
+//! atomics, and on AArch64, under qemu, and the random operation sequences
+//! of `tests/differential.rs` on `wasm32-unknown-unknown` (compared step
+//! by step with tokio's) and `wasm32-wasip1`, under wasmtime (`.ci/cross`).
 //!
 //! # Minimum supported Rust version
 //!

@@ -565,7 +565,8 @@ impl<T: ?Sized> LockRef<T> {
         if self.raw.spin_only(Kind::Write, crate::config::SPIN_LIMIT_BLOCKING_NS) {
             return;
         }
-        #[cfg(not(any(hybrid_sync_loom, hybrid_sync_shuttle)))]
+        // (WebAssembly has no multi-thread runtime: tokio builds without one.)
+        #[cfg(not(any(hybrid_sync_loom, hybrid_sync_shuttle, target_family = "wasm")))]
         if tokio::runtime::Handle::try_current()
             .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread)
         {

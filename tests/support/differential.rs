@@ -289,8 +289,11 @@ fn live<T>(choices: &mut impl Choices, slots: &[Option<T>]) -> Option<usize> {
 }
 
 /// One sequence of up to `steps` steps drawn from `choices` (named `label`
-/// in a failure's report), applied to `Ours` and, under `fair`, to `Theirs`.
+/// in a failure's report), applied to `Ours` and, where the build hands the
+/// lock out in FIFO order (`fair`, or a target without a clock), to
+/// `Theirs`.
 pub fn run<Ours: Lock, Theirs: Lock>(choices: &mut impl Choices, label: &str, steps: usize) {
+    let fair = hybrid_sync::tuning().fair;
     let max_readers = 1 + choices.below(4) as u32;
     let mut ours = World::<Ours>::new(max_readers);
     let mut theirs = World::<Theirs>::new(max_readers);
@@ -325,21 +328,21 @@ pub fn run<Ours: Lock, Theirs: Lock>(choices: &mut impl Choices, label: &str, st
             },
         };
         let ours_out = ours.apply(step);
-        let theirs_out = if cfg!(feature = "fair") { theirs.apply(step) } else { Outcome::Done };
+        let theirs_out = if fair { theirs.apply(step) } else { Outcome::Done };
         history.push((step, ours_out, theirs_out));
         let log = || {
             let steps: Vec<String> = history.iter().map(|(s, o, t)| format!("  {s:?}: {o:?} (tokio {t:?})")).collect();
             format!("{label}, max_readers {max_readers}, steps:\n{}", steps.join("\n"))
         };
         ours.check(&log);
-        if cfg!(feature = "fair") {
+        if fair {
             theirs.check(&log);
             assert_eq!(ours_out, theirs_out, "{} and {} differ at the last step\n{}", Ours::NAME, Theirs::NAME, log());
         }
     }
     let log = || format!("{label}, max_readers {max_readers}, {} steps, then drained", history.len());
     ours.drain(&log);
-    if cfg!(feature = "fair") {
+    if fair {
         theirs.drain(&log);
     }
 }

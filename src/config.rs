@@ -31,6 +31,12 @@ use std::time::Duration;
 /// (`clock::now`).
 pub(crate) const NO_CLOCK: bool = cfg!(all(target_family = "wasm", target_os = "unknown"));
 
+/// Whether the target has no threads but the one running: WebAssembly
+/// built without the `atomics` feature. A blocking wait for a held lock
+/// there can never end (nothing else can release it), so it panics
+/// instead of hanging (`RawRwLock::lock_blocking_wait`).
+pub(crate) const NO_THREADS: bool = cfg!(all(target_family = "wasm", not(target_feature = "atomics")));
+
 /// Strict FIFO hand-out (feature `fair`, or a target without a clock).
 pub(crate) const FAIR: bool = cfg!(feature = "fair") || NO_CLOCK;
 

@@ -247,12 +247,17 @@
 //!   barging, nor a spin: the build hands the lock out in tokio's FIFO
 //!   order and never spins, whatever its features (`tuning()` says so), and
 //!   the `stats` feature's wait times read zero. WASI targets have a clock
-//!   and the default's behaviour.
+//!   and the default's behaviour. Built without the `atomics` feature,
+//!   WebAssembly runs one thread: a `blocking_*` call (or a blocking
+//!   `LockRef::lock`) that finds the lock held panics there, since nothing
+//!   else could ever release it (tokio's panics too, in std's condition
+//!   variable), and a timed wait through `lock_api` gives up at once.
 //!
 //! CI runs the tests on 32-bit big-endian PowerPC, which has no 64-bit
 //! atomics, and on AArch64, under qemu, and the random operation sequences
 //! of `tests/differential.rs` on `wasm32-unknown-unknown` (compared step
-//! by step with tokio's) and `wasm32-wasip1`, under wasmtime (`.ci/cross`).
+//! by step with tokio's) and `wasm32-wasip1`, with that panic, under
+//! wasmtime (`.ci/cross`).
 //!
 //! # Minimum supported Rust version
 //!

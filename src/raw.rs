@@ -1510,6 +1510,22 @@ impl<L: Layout> RawRwLock<L> {
         if self.lock_contended(node, Spinner::Thread, || self.blocking_spin_limit(), thread) {
             return true;
         }
+        if config::NO_THREADS {
+            // This thread is the only one, and whoever holds the lock (a
+            // guard further up this stack, or a task of an executor this
+            // thread runs) cannot release it while we wait: leave the queue
+            // and say so, as tokio's `blocking_lock` panics there too,
+            // rather than wait forever. A timed wait gives up at once.
+            if self.leave(node, true) {
+                return true;
+            }
+            assert!(
+                deadline.is_some(),
+                "hybrid-sync: a blocking wait for a held lock on a target without threads \
+                 (WebAssembly without `atomics`) would never end: nothing else can release it"
+            );
+            return false;
+        }
         let mut nap = config::RECHECK_MIN;
         loop {
             // How long we may still wait, if there is a deadline.

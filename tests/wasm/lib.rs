@@ -3,7 +3,8 @@
 //! it checked, or panics, which traps: on `wasm32-unknown-unknown` the
 //! panic's message goes nowhere, so a failing sequence is replayed natively
 //! (`DIFFERENTIAL_SEED=n cargo test --features fair --test differential`,
-//! the same steps: the target without a clock builds as `fair`).
+//! the same steps: the target without a clock builds as `fair`). The two
+//! `*_blocking_on_held` exports must panic: neither target has threads.
 
 #[path = "../support/differential.rs"]
 mod differential;
@@ -69,4 +70,38 @@ pub extern "C" fn lockref() -> u32 {
     *b.lock() += 1;
     assert_eq!((hybrid_sync::LockArc::count(&a), *a.lock()), (2, 8));
     6
+}
+
+/// `blocking_read` and `blocking_write` of a free `RwLock`, and
+/// `blocking_lock` of a free `Mutex`: they take it at once. Returns the
+/// number of acquisitions.
+#[unsafe(no_mangle)]
+pub extern "C" fn blocking_on_free() -> u32 {
+    let lock = hybrid_sync::RwLock::new(1u32);
+    assert_eq!(*lock.blocking_read(), 1);
+    *lock.blocking_write() += 1;
+    let mutex = hybrid_sync::Mutex::new(2u32);
+    *mutex.blocking_lock() += 1;
+    assert_eq!((*lock.blocking_read(), *mutex.blocking_lock()), (2, 3));
+    5
+}
+
+/// A blocking wait for a held lock, on a target whose only thread is this
+/// one: it must panic (the wait could never end), not hang.
+#[unsafe(no_mangle)]
+pub extern "C" fn hybrid_blocking_on_held() -> u32 {
+    let lock = hybrid_sync::RwLock::new(0u32);
+    let _held = lock.try_write().expect("free");
+    drop(lock.blocking_read());
+    0
+}
+
+/// The same with tokio's `Mutex`, for the README's claim that tokio panics
+/// there too.
+#[unsafe(no_mangle)]
+pub extern "C" fn tokio_blocking_on_held() -> u32 {
+    let mutex = tokio::sync::Mutex::new(0u32);
+    let _held = mutex.try_lock().expect("free");
+    drop(mutex.blocking_lock());
+    0
 }

@@ -245,8 +245,10 @@
 //!   clock (`wasm32-unknown-unknown`, where `Instant::now` panics) a
 //!   waiter's wait cannot be timed, so neither can the handoff bound on
 //!   barging, nor a spin: the build hands the lock out in tokio's FIFO
-//!   order and never spins, whatever its features (`tuning()` says so), and
-//!   the `stats` feature's wait times read zero. WASI targets have a clock
+//!   order and never spins, whatever its features (`tuning()` says so); the
+//!   `stats` feature's wait times read zero, and what takes an `Instant`
+//!   panics as `Instant::now` does there (`lock_api`'s timed waits, the
+//!   flight recorder's `stats::record`). WASI targets have a clock
 //!   and the default's behaviour. Built without the `atomics` feature,
 //!   WebAssembly runs one thread: a `blocking_*` call (or a blocking
 //!   `LockRef::lock`) that finds the lock held panics there, since nothing

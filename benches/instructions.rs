@@ -22,8 +22,9 @@
 //!   the lock on. The executor's own instructions are counted too, the
 //!   same for every lock.
 //!
-//! Peers: `hybrid-sync`, `tokio`, `async-lock`, `parking_lot`, `std`, and
-//! `hybrid-blocking` (hybrid-sync's `blocking_*` methods on the thread).
+//! Peers: `hybrid-sync`, `tokio`, `async-lock`, `parking_lot` (0.13),
+//! `parking_lot-0.12`, `std`, and `hybrid-blocking` (hybrid-sync's
+//! `blocking_*` methods on the thread).
 
 use std::cell::Cell;
 use std::hint::black_box;
@@ -119,6 +120,11 @@ fn main() {
         ("uncontended-read", "parking_lot") => uncontended_blocking!(n, parking_lot::RwLock::new(0u64), read),
         ("uncontended-write", "parking_lot") => uncontended_blocking!(n, parking_lot::RwLock::new(0u64), write),
         ("uncontended-lock", "parking_lot") => uncontended_blocking!(n, parking_lot::Mutex::new(0u64), lock),
+        ("uncontended-read", "parking_lot-0.12") => uncontended_blocking!(n, parking_lot_012::RwLock::new(0u64), read),
+        ("uncontended-write", "parking_lot-0.12") => {
+            uncontended_blocking!(n, parking_lot_012::RwLock::new(0u64), write)
+        }
+        ("uncontended-lock", "parking_lot-0.12") => uncontended_blocking!(n, parking_lot_012::Mutex::new(0u64), lock),
         ("uncontended-read", "std") => {
             let lock = std::sync::RwLock::new(0u64);
             for _ in 0..n {

@@ -54,7 +54,7 @@ for case in $CASES; do
     first="${bin[${BUILDS%% *}]}"
     case $case in
         hand-over) peers="tokio async-lock" ;;
-        *) peers="tokio async-lock hybrid-blocking parking_lot std" ;;
+        *) peers="tokio async-lock hybrid-blocking parking_lot parking_lot-0.12 std" ;;
     esac
     for peer in $peers; do
         printf '%-18s %-22s %6d\n' "$case" "$peer" "$(per_op "$first" "$case" "$peer")"

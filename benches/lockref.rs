@@ -68,6 +68,7 @@ fn bench_group(c: &mut Criterion, name: &str, lock_every: u64) {
     contender!(peers::ArcCount);
     contender!(peers::SpinCount);
     contender!(peers::PlMutexCount);
+    contender!(peers::Pl012MutexCount);
     contender!(peers::StdMutexCount);
     group.finish();
 }

@@ -7,6 +7,12 @@
 //!     [--only WORKLOAD,..] [--peers NAME,..] [--json FILE] [--svg DIR] [--stats]
 //! ```
 //!
+//! `parking_lot` is the release a new project gets today, 0.13 (it needs Rust
+//! 1.95; it dropped 0.12's eventual fairness, and its unlock releases the
+//! lock before it looks for a waiter to wake). `--full` runs 0.12, which most of the
+//! ecosystem still builds with, beside it as `parking_lot 0.12` (a quick run
+//! too with `--peers`), and the header names the versions of every peer.
+//!
 //! Every contender runs the same code (`examples/common/peers.rs`). Each table
 //! reports, per contender: operations per second, CPU time per operation
 //! (user + system, from `getrusage`: a lock that wins by burning cores has
@@ -361,13 +367,13 @@ fn print_table(title: &str, rows: &[Row]) {
     let tick = ns_per_tick();
     println!("\n== {title}");
     println!(
-        "{:<13} {:>10} {:>9} {:>12} {:>10} {:>10} {:>10} {:>11}",
+        "{:<16} {:>10} {:>9} {:>12} {:>10} {:>10} {:>10} {:>11}",
         "contender", "ops/s", "vs tokio", "CPU us/op", "p50 wait", "p99 wait", "max wait", "host stole"
     );
     for r in rows {
         let ratio = tokio.map_or("-".into(), |t| format!("{:.2}x", r.ops_per_sec() / t));
         println!(
-            "{:<13} {:>10} {:>9} {:>12.3} {:>10} {:>10} {:>10} {:>11}",
+            "{:<16} {:>10} {:>9} {:>12.3} {:>10} {:>10} {:>10} {:>11}",
             r.name,
             fmt_rate(r.ops_per_sec()),
             ratio,
@@ -400,7 +406,7 @@ fn print_split(title: &str, rows: &[Row]) {
     }
     let tick = ns_per_tick();
     println!(
-        "   {:<13} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>8}",
+        "   {:<16} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>8}",
         "by side", "threads", "p99 wait", "max wait", "tasks", "p99 wait", "max wait", "threads"
     );
     for (name, sides, secs) in &split {
@@ -413,7 +419,7 @@ fn print_split(title: &str, rows: &[Row]) {
                 fmt_ns(hist.max as f64 * tick)
             )
         });
-        println!("   {name:<13} {} {share:>7.0}%", cells.collect::<Vec<_>>().join(" "));
+        println!("   {name:<16} {} {share:>7.0}%", cells.collect::<Vec<_>>().join(" "));
     }
 }
 
@@ -763,12 +769,12 @@ fn print_refcount_table(title: &str, rows: &[Row]) {
     let ratio = |base: Option<f64>, r: &Row| base.map_or("-".into(), |b| format!("{:.2}x", r.ops_per_sec() / b));
     println!("\n== {title}");
     println!(
-        "{:<13} {:>12} {:>10} {:>13} {:>12} {:>15}",
+        "{:<16} {:>12} {:>10} {:>13} {:>12} {:>15}",
         "contender", "get+put/s", "CPU ns/op", "vs AtomicU64", "vs spinlock", "vs parking_lot"
     );
     for r in rows {
         println!(
-            "{:<13} {:>12} {:>10.1} {:>13} {:>12} {:>15}",
+            "{:<16} {:>12} {:>10.1} {:>13} {:>12} {:>15}",
             r.name,
             fmt_rate(r.ops_per_sec()),
             r.cpu_us_per_op() * 1000.0,
@@ -979,12 +985,12 @@ fn print_fairness(title: &str, rows: &[Fairness]) {
     let pl = rows.iter().find(|f| f.name == "parking_lot").map(total);
     println!("\n== {title}");
     println!(
-        "{:<13} {:>10} {:>8} {:>12} {:>11} {:>13} {:>13} {:>11}",
+        "{:<16} {:>10} {:>8} {:>12} {:>11} {:>13} {:>13} {:>11}",
         "contender", "total/s", "vs pl", "CPU us/op", "slow ops/s", "slow max wait", "tight max wait", "host stole"
     );
     for f in rows {
         println!(
-            "{:<13} {:>10} {:>8} {:>12.3} {:>11} {:>13} {:>13} {:>11}",
+            "{:<16} {:>10} {:>8} {:>12.3} {:>11} {:>13} {:>13} {:>11}",
             f.name,
             fmt_rate(total(f)),
             pl.map_or("-".into(), |p| format!("{:.2}x", total(f) / p)),
@@ -1071,9 +1077,46 @@ impl Opts {
     fn workload(&self, title: &str) -> bool {
         self.only.is_empty() || self.only.iter().any(|w| title.contains(w.as_str()))
     }
+    /// Whether to run the contender `name`: every one `--peers` names, or
+    /// by default all but, in quick mode, parking_lot 0.12 (there beside
+    /// the current parking_lot in `--full` runs, and whenever named).
     fn peer(&self, name: &str) -> bool {
-        self.peers.is_empty() || self.peers.iter().any(|p| p == name)
+        if self.peers.is_empty() {
+            self.full || name != "parking_lot 0.12"
+        } else {
+            self.peers.iter().any(|p| p == name)
+        }
     }
+}
+
+/// The peers' versions, as the Cargo.lock this example was built with has
+/// them: tables name a lock, and the lock changes with its releases
+/// (parking_lot 0.13 dropped 0.12's eventual fairness).
+fn peer_versions() -> String {
+    const LOCK: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.lock"));
+    let versions = |crate_name: &str| -> Vec<&str> {
+        let name_line = format!("name = \"{crate_name}\"");
+        let mut found: Vec<&str> = LOCK
+            .split("[[package]]")
+            .filter(|p| p.lines().any(|l| l.trim() == name_line))
+            .filter_map(|p| p.lines().find_map(|l| l.trim().strip_prefix("version = \"")?.strip_suffix('"')))
+            .collect();
+        found.sort_unstable_by(|a, b| b.cmp(a));
+        found
+    };
+    let named = |crate_name: &str| match versions(crate_name).as_slice() {
+        [] => format!("{crate_name} (version unknown)"),
+        [v] => format!("{crate_name} {v}"),
+        [v, older @ ..] => {
+            // An older release runs under its name and version ("parking_lot 0.12").
+            let older: Vec<String> = older
+                .iter()
+                .map(|o| format!("{o} as \"{crate_name} {}\"", o.rsplit_once('.').map_or(*o, |(short, _)| short)))
+                .collect();
+            format!("{crate_name} {v} (and {})", older.join(", "))
+        }
+    };
+    format!("{}, {}, {}; std of the Rust that built this", named("tokio"), named("async-lock"), named("parking_lot"))
 }
 
 fn usage_error(msg: &str) -> ! {
@@ -1254,6 +1297,9 @@ fn main() {
         hybrid_sync::tuning()
     );
     println!("machine: {machine}");
+    let peers = peer_versions();
+    println!("peers: {peers}");
+    let machine = format!("{machine}; peers: {peers}");
     if let Some(path) = &opts.json {
         let _ = JSON_SO_FAR.set((path.clone(), machine.clone()));
     }
@@ -1275,15 +1321,17 @@ fn main() {
         println!(
             "\n== uncontended: one task, acquire + release (ns per op, best of {UNCONTENDED_ROUNDS} interleaved rounds)"
         );
-        println!("{:<13} {:>12} {:>12} {:>12} {:>16}", "contender", "read", "write", "mutex lock", "vs tokio r/w/m");
+        println!("{:<16} {:>12} {:>12} {:>12} {:>16}", "contender", "read", "write", "mutex lock", "vs tokio r/w/m");
         // Every contender once per round, so that each meets the VM's fast
         // and slow phases alike (they last seconds here, and a best-of-3
         // per contender run back to back compared one phase with another).
         let cell = |measure: Measure| (measure, f64::MAX);
         let mut rw = Vec::new();
-        for_each_rwlock!(P => rw.push((P::NAME, cell(uncontended::<P>(false)), cell(uncontended::<P>(true)))));
+        for_each_rwlock!(P => if opts.peer(P::NAME) {
+            rw.push((P::NAME, cell(uncontended::<P>(false)), cell(uncontended::<P>(true))))
+        });
         let mut mutex = Vec::new();
-        for_each_mutex!(P => mutex.push(cell(uncontended::<P>(true))));
+        for_each_mutex!(P => if opts.peer(P::NAME) { mutex.push(cell(uncontended::<P>(true))) });
         let mut charge = [cell(coop_charge(false)), cell(coop_charge(true))];
         let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
         for round in 1..=UNCONTENDED_ROUNDS {
@@ -1315,18 +1363,11 @@ fn main() {
             false,
             rows.iter().zip(&mutex).map(|((n, _, _), m)| value_cell(n, *m)).collect(),
         );
-        let (tr, tw, tm) = (rows[1].1, rows[1].2, mutex[1]);
+        let tokio = rows.iter().position(|(name, _, _)| *name == "tokio");
         for ((name, r, w), m) in rows.iter().zip(&mutex) {
-            println!(
-                "{:<13} {:>9.1} ns {:>9.1} ns {:>9.1} ns {:>6.2}/{:.2}/{:.2}",
-                name,
-                r,
-                w,
-                m,
-                r / tr,
-                w / tw,
-                m / tm
-            );
+            let ratios =
+                tokio.map_or("-".into(), |t| format!("{:.2}/{:.2}/{:.2}", r / rows[t].1, w / rows[t].2, m / mutex[t]));
+            println!("{name:<16} {r:>9.1} ns {w:>9.1} ns {m:>9.1} ns {ratios:>16}");
         }
         println!(
             "tokio's coop charge, which every acquisition in a tokio task pays (tokio's locks and hybrid-sync's \
@@ -1345,7 +1386,7 @@ fn main() {
             "\n== uncontended blocking: Mutex lock + release, on a plain thread and from 2 spawn_blocking \
              threads at once, each on a lock of its own (ns per op, best of {UNCONTENDED_ROUNDS} interleaved rounds)"
         );
-        println!("{:<13} {:>14} {:>16}", "contender", "plain thread", "spawn_blocking");
+        println!("{:<16} {:>14} {:>16}", "contender", "plain thread", "spawn_blocking");
         let mut cells = Vec::new();
         for_each_mutex!(P => if opts.peer(P::NAME) {
             cells.push((P::NAME, [(uncontended_blocking::<P>(false), f64::MAX), (uncontended_blocking::<P>(true), f64::MAX)]));
@@ -1359,7 +1400,7 @@ fn main() {
         }
         eprint!("\r\x1b[2K");
         for (name, [(_, plain), (_, pool)]) in &cells {
-            println!("{name:<13} {plain:>11.1} ns {pool:>13.1} ns");
+            println!("{name:<16} {plain:>11.1} ns {pool:>13.1} ns");
         }
         record(
             "uncontended blocking: Mutex lock + release on a plain thread",
@@ -1564,6 +1605,11 @@ fn main() {
             run("parking_lot", &|| {
                 two_locks::<peers::ParkingLotMutex>("parking_lot", hammers, shorts, between, seed_dur)
             });
+            if opts.peer(peers::ParkingLot012Mutex::NAME) {
+                run("parking_lot 0.12", &|| {
+                    two_locks::<peers::ParkingLot012Mutex>("parking_lot 0.12", hammers, shorts, between, seed_dur)
+                });
+            }
             run("std", &|| two_locks::<peers::StdMutex>("std", hammers, shorts, between, seed_dur));
         }
         eprint!("\r\x1b[2K");
@@ -1623,7 +1669,12 @@ fn main() {
             t::measure_handoff_spin(false);
             t::set_handoff_timeout(handoff_override);
             progress("seed 003 parking_lot");
-            vec![default, fixed, broken, threads::<peers::ParkingLotMutex>(oversubscribed, seed_dur)]
+            let mut rows = vec![default, fixed, broken, threads::<peers::ParkingLotMutex>(oversubscribed, seed_dur)];
+            if opts.peer(peers::ParkingLot012Mutex::NAME) {
+                progress("seed 003 parking_lot 0.12");
+                rows.push(threads::<peers::ParkingLot012Mutex>(oversubscribed, seed_dur));
+            }
+            rows
         });
         eprint!("\r\x1b[2K");
         print_table(&title003, &rows);
@@ -1654,6 +1705,7 @@ fn main() {
             one!(peers::HybridMutex);
             one!(peers::PlainParking);
             one!(peers::ParkingLotMutex);
+            one!(peers::ParkingLot012Mutex);
             one!(peers::StdMutex);
             rows
         });

@@ -169,6 +169,7 @@ async_rwlock_peer!(HybridRw, "hybrid-sync", hybrid_sync::RwLock<u64>, read, writ
 async_rwlock_peer!(TokioRw, "tokio", tokio::sync::RwLock<u64>, read, write, blocking_read, blocking_write);
 async_rwlock_peer!(AsyncLockRw, "async-lock", async_lock::RwLock<u64>, read, write, read_blocking, write_blocking);
 blocking_peer!(ParkingLotRw, "parking_lot", parking_lot::RwLock<u64>, |l| l.read(), |l| l.write());
+blocking_peer!(ParkingLot012Rw, "parking_lot 0.12", parking_lot_012::RwLock<u64>, |l| l.read(), |l| l.write());
 blocking_peer!(StdRw, "std", std::sync::RwLock<u64>, |l| l.read().unwrap(), |l| l.write().unwrap());
 
 async_rwlock_peer!(HybridMutex, "hybrid-sync", hybrid_sync::Mutex<u64>, lock, lock, blocking_lock, blocking_lock);
@@ -191,6 +192,7 @@ impl Drop for HybridMutex {
 async_rwlock_peer!(TokioMutex, "tokio", tokio::sync::Mutex<u64>, lock, lock, blocking_lock, blocking_lock);
 async_rwlock_peer!(AsyncLockMutex, "async-lock", async_lock::Mutex<u64>, lock, lock, lock_blocking, lock_blocking);
 blocking_peer!(ParkingLotMutex, "parking_lot", parking_lot::Mutex<u64>, |l| l.lock(), |l| l.lock());
+blocking_peer!(ParkingLot012Mutex, "parking_lot 0.12", parking_lot_012::Mutex<u64>, |l| l.lock(), |l| l.lock());
 blocking_peer!(StdMutex, "std", std::sync::Mutex<u64>, |l| l.lock().unwrap(), |l| l.lock().unwrap());
 
 /// A lock that never spins: a contended acquirer parks at once (the futex
@@ -317,6 +319,10 @@ macro_rules! for_each_rwlock {
             $body
         }
         {
+            type $p = peers::ParkingLot012Rw;
+            $body
+        }
+        {
             type $p = peers::StdRw;
             $body
         }
@@ -341,6 +347,10 @@ macro_rules! for_each_mutex {
         }
         {
             type $p = peers::ParkingLotMutex;
+            $body
+        }
+        {
+            type $p = peers::ParkingLot012Mutex;
             $body
         }
         {
@@ -464,6 +474,7 @@ macro_rules! mutex_count {
 }
 
 mutex_count!(PlMutexCount, "parking_lot", parking_lot::Mutex<u64>, true, |m| m.lock());
+mutex_count!(Pl012MutexCount, "parking_lot 0.12", parking_lot_012::Mutex<u64>, true, |m| m.lock());
 mutex_count!(StdMutexCount, "std", std::sync::Mutex<u64>, true, |m| m.lock().unwrap());
 mutex_count!(TokioMutexCount, "tokio", tokio::sync::Mutex<u64>, false, |m| m.blocking_lock());
 
@@ -531,6 +542,10 @@ macro_rules! for_each_refcount {
         }
         {
             type $p = peers::PlMutexCount;
+            $body
+        }
+        {
+            type $p = peers::Pl012MutexCount;
             $body
         }
         {

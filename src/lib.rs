@@ -121,6 +121,7 @@
 //! | `handoff-4ms` | handoff timeout 4 ms (rwsem's): more throughput under heavy contention |
 //! | `stats` | per-lock counters (`lock.stats()`: acquisitions, contended, wait mean/max, spins and spin wins, parks, handoffs), process-wide event counters ([`stats`]) and a flight recorder of every slow-path event ([`stats::record`]), zero-cost when off |
 //! | `lock_api` | `hybrid_sync::RawRwLock` and `RawMutex` implement `lock_api`'s raw lock traits (timed, fair, downgrade), for blocking `lock_api::RwLock<hybrid_sync::RawRwLock, T>` |
+//! | `lock_api-0_5` | the same for `lock_api` 0.5 (parking_lot 0.13's), beside 0.4's; needs Rust 1.95, as `lock_api` 0.5 does |
 //! | `tracing` | tokio-console sees `RwLock` and `Mutex` as resources: tokio's `runtime.resource` span schema (state updates, async-op spans for waits) through `tracing`, no `tokio_unstable` needed; zero-cost when off |
 //!
 //! Cargo unifies features across the dependency graph, so every combination
@@ -265,9 +266,10 @@
 //!
 //! Rust 1.91, the `rust-version` in `Cargo.toml` and the lowest release the
 //! crate builds with (the wait queue's `AtomicPtr::fetch_or` and friends are
-//! stable since 1.91); CI builds it with that toolchain. As with tokio, the
-//! minimum moves only in a minor release, and stays at least six months
-//! behind the newest stable Rust.
+//! stable since 1.91); CI builds it with that toolchain, with every feature
+//! but `lock_api-0_5`, which needs `lock_api` 0.5's own minimum, Rust 1.95.
+//! As with tokio, the minimum moves only in a minor release, and stays at
+//! least six months behind the newest stable Rust.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs, rust_2018_idioms)]

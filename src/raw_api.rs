@@ -10,6 +10,15 @@
 //! an async context: `lock_api` users hold these guards like a
 //! `std::sync::Mutex` guard, never across `.await`).
 //!
+//! The same two types implement the traits of both `lock_api` releases:
+//! 0.4's with the feature `lock_api`, and 0.5's (parking_lot 0.13's, whose
+//! raw locks hand out a guard value per acquisition) with the feature
+//! `lock_api-0_5`, which needs Rust 1.95 as `lock_api` 0.5 does. The
+//! guard values carry nothing (`GuardSend`): the lock word is the whole
+//! state, and a guard may be released on another thread. The example
+//! below is 0.4's; with 0.5 the types are `lock_api::RwLock` and
+//! `lock_api::Mutex` of that release, the same code.
+//!
 //! ```
 //! let lock: lock_api::RwLock<hybrid_sync::RawRwLock, Vec<u32>> = lock_api::RwLock::new(vec![]);
 //! lock.write().push(1);
@@ -76,6 +85,20 @@ impl RawRwLock {
     #[inline]
     fn lock_until(&self, kind: Kind, deadline: Instant) -> bool {
         self.0.try_acquire_looking(kind) || self.0.lock_blocking_until(kind, deadline)
+    }
+}
+
+impl RawMutex {
+    #[inline]
+    fn lock_exclusive(&self) {
+        if !self.0.try_acquire_looking(Kind::Write) {
+            self.0.lock_blocking_contended(Kind::Write);
+        }
+    }
+
+    #[inline]
+    fn lock_exclusive_until(&self, deadline: Instant) -> bool {
+        self.0.try_acquire_looking(Kind::Write) || self.0.lock_blocking_until(Kind::Write, deadline)
     }
 }
 
@@ -187,9 +210,7 @@ unsafe impl lock_api::RawMutex for RawMutex {
 
     #[inline]
     fn lock(&self) {
-        if !self.0.try_acquire_looking(Kind::Write) {
-            self.0.lock_blocking_contended(Kind::Write);
-        }
+        self.lock_exclusive();
     }
 
     #[inline]
@@ -227,7 +248,185 @@ unsafe impl lock_api::RawMutexTimed for RawMutex {
     }
 
     fn try_lock_until(&self, timeout: Instant) -> bool {
-        self.0.try_acquire_looking(Kind::Write) || self.0.lock_blocking_until(Kind::Write, timeout)
+        self.lock_exclusive_until(timeout)
+    }
+}
+
+/// `lock_api` 0.5's traits (feature `lock_api-0_5`): the same operations as
+/// 0.4's above, each acquisition returning a `GuardSend` and each release
+/// taking it back.
+#[cfg(feature = "lock_api-0_5")]
+mod lock_api_0_5 {
+    use std::time::{Duration, Instant};
+
+    use lock_api_05 as api;
+    use lock_api_05::GuardSend;
+
+    use super::{RawMutex, RawRwLock, deadline};
+    use crate::config::MAX_READERS;
+    use crate::raw;
+    use crate::state::Kind;
+
+    /// The guard of an acquisition that `acquired` says was made.
+    #[inline]
+    fn guard(acquired: bool) -> Option<GuardSend> {
+        acquired.then(GuardSend::new)
+    }
+
+    // SAFETY: as for lock_api 0.4's `RawRwLock` above: a write lock excludes
+    // every other lock, a read lock excludes writers (`crate::raw`, checked
+    // by its loom models). Only lock_api's guards release, each with the
+    // `GuardSend` of an acquisition it holds; nothing is released on an
+    // unwind, since no acquisition panics holding the lock (a panicking
+    // wait leaves the queue first) and no release panics before the word
+    // lets the lock go.
+    unsafe impl api::RawRwLock for RawRwLock {
+        #[allow(clippy::declare_interior_mutable_const)] // lock_api's INIT pattern
+        const INIT: Self = RawRwLock(raw::RawRwLock::new(MAX_READERS));
+        type SharedGuard = GuardSend;
+        type ExclusiveGuard = GuardSend;
+
+        #[inline]
+        fn lock_shared(&self) -> GuardSend {
+            self.lock(Kind::Read);
+            GuardSend::new()
+        }
+
+        #[inline]
+        fn try_lock_shared(&self) -> Option<GuardSend> {
+            guard(self.0.try_acquire(Kind::Read))
+        }
+
+        #[inline]
+        unsafe fn unlock_shared(&self, _: GuardSend) {
+            // SAFETY: lock_api passes the guard of a read lock we hold.
+            unsafe { self.0.read_unlock() }
+        }
+
+        #[inline]
+        fn lock_exclusive(&self) -> GuardSend {
+            self.lock(Kind::Write);
+            GuardSend::new()
+        }
+
+        #[inline]
+        fn try_lock_exclusive(&self) -> Option<GuardSend> {
+            guard(self.0.try_acquire(Kind::Write))
+        }
+
+        #[inline]
+        unsafe fn unlock_exclusive(&self, _: GuardSend) {
+            // SAFETY: lock_api passes the guard of the write lock we hold.
+            unsafe { self.0.write_unlock() }
+        }
+
+        fn is_locked(&self) -> bool {
+            self.0.is_locked()
+        }
+
+        fn is_locked_exclusive(&self) -> bool {
+            self.0.is_locked_exclusive()
+        }
+    }
+
+    // SAFETY: `downgrade` turns the held write lock into a read lock
+    // atomically; the read guard it returns is released as any other.
+    unsafe impl api::RawRwLockDowngrade for RawRwLock {
+        unsafe fn downgrade(&self, _: GuardSend) -> GuardSend {
+            // SAFETY: lock_api passes the guard of the write lock we hold.
+            unsafe { self.0.downgrade() };
+            GuardSend::new()
+        }
+    }
+
+    // SAFETY: the fair unlocks release the lock like the plain ones; the
+    // default `bump`s are unlock-fair-then-lock.
+    unsafe impl api::RawRwLockFair for RawRwLock {
+        unsafe fn unlock_shared_fair(&self, _: GuardSend) {
+            // Readers release without a handoff: the last one dispatches anyway.
+            // SAFETY: as `unlock_shared`.
+            unsafe { self.0.read_unlock() }
+        }
+
+        unsafe fn unlock_exclusive_fair(&self, _: GuardSend) {
+            // SAFETY: as `unlock_exclusive`.
+            unsafe { self.0.write_unlock_fair() }
+        }
+    }
+
+    // SAFETY: the timed locks acquire exactly as the untimed ones, or return
+    // `None` holding nothing.
+    unsafe impl api::RawRwLockTimed for RawRwLock {
+        type Duration = Duration;
+        type Instant = Instant;
+
+        fn try_lock_shared_for(&self, timeout: Duration) -> Option<GuardSend> {
+            guard(self.lock_until(Kind::Read, deadline(timeout)))
+        }
+
+        fn try_lock_shared_until(&self, timeout: Instant) -> Option<GuardSend> {
+            guard(self.lock_until(Kind::Read, timeout))
+        }
+
+        fn try_lock_exclusive_for(&self, timeout: Duration) -> Option<GuardSend> {
+            guard(self.lock_until(Kind::Write, deadline(timeout)))
+        }
+
+        fn try_lock_exclusive_until(&self, timeout: Instant) -> Option<GuardSend> {
+            guard(self.lock_until(Kind::Write, timeout))
+        }
+    }
+
+    // SAFETY: as for `RawRwLock`, in exclusive mode only.
+    unsafe impl api::RawMutex for RawMutex {
+        #[allow(clippy::declare_interior_mutable_const)] // lock_api's INIT pattern
+        const INIT: Self = RawMutex(raw::RawRwLock::new(MAX_READERS));
+        type Guard = GuardSend;
+
+        #[inline]
+        fn lock(&self) -> GuardSend {
+            self.lock_exclusive();
+            GuardSend::new()
+        }
+
+        #[inline]
+        fn try_lock(&self) -> Option<GuardSend> {
+            guard(self.0.try_acquire(Kind::Write))
+        }
+
+        #[inline]
+        unsafe fn unlock(&self, _: GuardSend) {
+            // SAFETY: lock_api passes the guard of the lock we hold.
+            unsafe { self.0.write_unlock() }
+        }
+
+        fn is_locked(&self) -> bool {
+            self.0.is_locked()
+        }
+    }
+
+    // SAFETY: the fair unlock releases the lock like the plain one; the
+    // default `bump` is unlock-fair-then-lock.
+    unsafe impl api::RawMutexFair for RawMutex {
+        unsafe fn unlock_fair(&self, _: GuardSend) {
+            // SAFETY: as `unlock`.
+            unsafe { self.0.write_unlock_fair() }
+        }
+    }
+
+    // SAFETY: the timed locks acquire exactly as `lock`, or return `None`
+    // holding nothing.
+    unsafe impl api::RawMutexTimed for RawMutex {
+        type Duration = Duration;
+        type Instant = Instant;
+
+        fn try_lock_for(&self, timeout: Duration) -> Option<GuardSend> {
+            guard(self.lock_exclusive_until(deadline(timeout)))
+        }
+
+        fn try_lock_until(&self, timeout: Instant) -> Option<GuardSend> {
+            guard(self.lock_exclusive_until(timeout))
+        }
     }
 }
 

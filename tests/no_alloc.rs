@@ -326,31 +326,45 @@ fn lockref_operations_allocate_nothing() {
     assert_eq!(allocations(run), 0);
 }
 
+/// lock_api's guards over the raw locks, `$api` naming the release.
+#[cfg(feature = "lock_api")]
+macro_rules! lock_api_acquisitions_allocate_nothing {
+    ($api:ident) => {{
+        process_set_up();
+        type RwLock<T> = $api::RwLock<hybrid_sync::RawRwLock, T>;
+        type Mutex<T> = $api::Mutex<hybrid_sync::RawMutex, T>;
+        let rw = RwLock::new(0u64);
+        let m = Mutex::new(0u64);
+        let run = || {
+            drop(rw.read());
+            *rw.write() += 1;
+            *m.lock() += 1;
+            drop($api::RwLockWriteGuard::downgrade(rw.write()));
+            $api::RwLockWriteGuard::unlock_fair(rw.write());
+            $api::MutexGuard::unlock_fair(m.lock());
+            // Timed waits on a held lock: queued, parked with a deadline,
+            // timed out and unlinked.
+            let held = rw.write();
+            assert!(rw.try_write_for(Duration::from_micros(200)).is_none());
+            assert!(rw.try_read_for(Duration::from_micros(200)).is_none());
+            drop(held);
+            let held = m.lock();
+            assert!(m.try_lock_for(Duration::from_micros(200)).is_none());
+            drop(held);
+        };
+        run();
+        assert_eq!(allocations(run), 0);
+    }};
+}
+
 #[cfg(feature = "lock_api")]
 #[test]
 fn lock_api_acquisitions_allocate_nothing() {
-    process_set_up();
-    type RwLock<T> = lock_api::RwLock<hybrid_sync::RawRwLock, T>;
-    type Mutex<T> = lock_api::Mutex<hybrid_sync::RawMutex, T>;
-    let rw = RwLock::new(0u64);
-    let m = Mutex::new(0u64);
-    let run = || {
-        drop(rw.read());
-        *rw.write() += 1;
-        *m.lock() += 1;
-        drop(lock_api::RwLockWriteGuard::downgrade(rw.write()));
-        lock_api::RwLockWriteGuard::unlock_fair(rw.write());
-        lock_api::MutexGuard::unlock_fair(m.lock());
-        // Timed waits on a held lock: queued, parked with a deadline,
-        // timed out and unlinked.
-        let held = rw.write();
-        assert!(rw.try_write_for(Duration::from_micros(200)).is_none());
-        assert!(rw.try_read_for(Duration::from_micros(200)).is_none());
-        drop(held);
-        let held = m.lock();
-        assert!(m.try_lock_for(Duration::from_micros(200)).is_none());
-        drop(held);
-    };
-    run();
-    assert_eq!(allocations(run), 0);
+    lock_api_acquisitions_allocate_nothing!(lock_api);
+}
+
+#[cfg(feature = "lock_api-0_5")]
+#[test]
+fn lock_api_0_5_acquisitions_allocate_nothing() {
+    lock_api_acquisitions_allocate_nothing!(lock_api_05);
 }

@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! cargo run --release --example showdown            # quick, under a minute
-//! cargo run --release --example showdown -- --full  # longer runs, steadier numbers (~7 min)
+//! cargo run --release --example showdown -- --full  # longer runs, steadier numbers (~10 min)
 //!     [--only WORKLOAD,..] [--peers NAME,..] [--json FILE] [--svg DIR] [--stats]
 //! ```
 //!

@@ -136,6 +136,13 @@
 //!
 //! * Data never locked across `.await`, mostly uncontended: a blocking lock
 //!   ([`std::sync::Mutex`], `parking_lot`) is as fast or faster and simpler.
+//! * Plain threads only, contended, many more of them than cores, where
+//!   throughput counts more than CPU time or a bound on each wait:
+//!   `parking_lot` 0.13. With 32 threads on 2 vCPUs it moved 11-16% more
+//!   operations than this crate's blocking API, at 1.7x the CPU per
+//!   operation (its waiters spin and yield where these park), and it bounds
+//!   no single wait since it dropped 0.12's eventual fairness; 0.12 moved
+//!   0-11% fewer (the README's targets table).
 //! * Read-mostly data that is replaced wholesale: `arc-swap` (readers never
 //!   block or even write shared memory).
 //! * A reference count that must agree with a lock (a cache entry that

@@ -142,7 +142,9 @@
 //!   operations than this crate's blocking API, at 1.7x the CPU per
 //!   operation (its waiters spin and yield where these park), and it bounds
 //!   no single wait since it dropped 0.12's eventual fairness; 0.12 moved
-//!   0-11% fewer (the README's targets table).
+//!   0-11% fewer (the README's targets table). Built with `handoff-4ms`
+//!   this crate came within a few percent of 0.13's rate, at half its CPU,
+//!   with worst waits of 8-12 ms against the default's 2-6 ms.
 //! * Read-mostly data that is replaced wholesale: `arc-swap` (readers never
 //!   block or even write shared memory).
 //! * A reference count that must agree with a lock (a cache entry that

@@ -1082,7 +1082,7 @@ impl Opts {
     /// the current parking_lot in `--full` runs, and whenever named).
     fn peer(&self, name: &str) -> bool {
         if self.peers.is_empty() {
-            self.full || name != "parking_lot 0.12"
+            self.full || name != peers::ParkingLot012Mutex::NAME
         } else {
             self.peers.iter().any(|p| p == name)
         }
@@ -1101,7 +1101,9 @@ fn peer_versions() -> String {
             .filter(|p| p.lines().any(|l| l.trim() == name_line))
             .filter_map(|p| p.lines().find_map(|l| l.trim().strip_prefix("version = \"")?.strip_suffix('"')))
             .collect();
-        found.sort_unstable_by(|a, b| b.cmp(a));
+        // Newest first, by number ("0.13.0" before "0.9.12").
+        let key = |v: &str| v.split('.').map(|n| n.parse::<u64>().unwrap_or(0)).collect::<Vec<_>>();
+        found.sort_unstable_by_key(|v| std::cmp::Reverse(key(v)));
         found
     };
     let named = |crate_name: &str| match versions(crate_name).as_slice() {

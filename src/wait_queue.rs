@@ -66,7 +66,7 @@ use core::mem::MaybeUninit;
 use core::ptr;
 use core::task::Waker;
 
-use crate::config::{QUEUE_LOCK_SPINS, WAKE_BATCH};
+use crate::config::{FAIR, QUEUE_LOCK_SPINS, WAKE_BATCH};
 use crate::loom::{AtomicU8, Ordering, Thread, UnsafeCell};
 use crate::state::Kind;
 
@@ -165,7 +165,7 @@ pub(crate) struct Waiter {
     /// A handoff to the node ahead moves it forward ([`Waiter::defer_due`]),
     /// spacing handoffs out by the handoff gap.
     ///
-    /// In [`clock`] nanoseconds; 0 until stamped.
+    /// In [`clock`] nanoseconds; 0 until stamped, and always 0 under `fair`.
     ///
     /// # Safety
     /// As `task`.
@@ -306,9 +306,20 @@ impl Waiter {
     /// calls this before taking the queue lock, so the clock is not read
     /// while others wait for that lock.
     ///
+    /// Under `fair` it does nothing: every release grants the lock to the
+    /// head, so no decision asks how long anyone has waited (every reader of
+    /// the stamp is behind `!FAIR`, or on the retry of a head woken to
+    /// compete, which `fair` never wakes), and a clock read per queued
+    /// acquisition would buy nothing but the wait times of the hang report
+    /// ([`QueueGuard::dump`], which says "wait untimed" instead).
+    ///
     /// # Safety
     /// By the node's owner while the node is not linked (Invariant 3).
+    #[inline]
     pub(crate) unsafe fn stamp_wait_start(&self) {
+        if FAIR {
+            return;
+        }
         // SAFETY: the caller owns the node and it is not linked.
         self.since.with_mut(|s| unsafe {
             if *s == 0 {
@@ -332,6 +343,12 @@ impl Waiter {
     /// # Safety
     /// Under the queue lock.
     pub(crate) unsafe fn waited_at_least(&self, now: u64, timeout_ns: u64) -> bool {
+        // Constant per build, but it asserts reachability: no path that
+        // `fair` takes asks this (see `stamp_wait_start`).
+        #[allow(clippy::assertions_on_constants)]
+        {
+            debug_assert!(!FAIR, "a wait timed under `fair`, which stamps none");
+        }
         // SAFETY: the caller holds the queue lock (Invariant 3).
         let since = self.since.with(|s| unsafe { *s });
         since != 0 && now.saturating_sub(since) >= timeout_ns
@@ -873,7 +890,7 @@ impl QueueGuard<'_> {
         debug_assert_eq!(node.key, self.key);
         let me = node as *const Waiter;
         // SAFETY: under the queue lock (Invariant 3).
-        debug_assert!(node.since.with(|s| unsafe { *s != 0 }), "push_back of an unstamped node");
+        debug_assert!(FAIR || node.since.with(|s| unsafe { *s != 0 }), "push_back of an unstamped node");
         // SAFETY: under the queue lock; the node is the caller's and unlinked.
         unsafe {
             self.count_in(node, &task);
@@ -1044,8 +1061,10 @@ impl QueueGuard<'_> {
                 });
                 (task, n.waited(now))
             };
+            // `fair` stamps no waits (`Waiter::stamp_wait_start`).
+            let waited = if FAIR { "wait untimed (fair)".to_string() } else { format!("waited {waited:?}") };
             out += &format!(
-                "\n    {:?} {} (wakes {task}), waited {waited:?}",
+                "\n    {:?} {} (wakes {task}), {waited}",
                 n.kind,
                 ["IDLE", "WAITING", "RETRY", "GRANTED", "LICENSED"].get(n.state_relaxed() as usize).unwrap_or(&"?"),
             );

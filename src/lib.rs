@@ -162,8 +162,9 @@
 //!   FIFO order there, as tokio does, at a little more than tokio's cost per
 //!   hand-over (the showdown's hold-across table: 0.83-1.06x tokio's
 //!   throughput across hosts and runs since the lock keeps its own clock for
-//!   the wait stamps of the handoff bound; every tuning build runs at the
-//!   same rate there). If that table is your workload, tokio's lock is as
+//!   the wait stamps of the handoff bound; the tuning builds run within a
+//!   few percent of each other there, `fair` 3-5% ahead of the default in
+//!   interleaved rounds). If that table is your workload, tokio's lock is as
 //!   good a choice, or a little better; and where readers share it with
 //!   writers that hold it across `.await`, async-lock, whose readers pass a
 //!   writer that waits, ran 1.5-1.7x both on one thread (the README's

@@ -33,6 +33,18 @@
 //! clock twice. [`LockRef`](crate::LockRef) then no longer fits in 8 bytes.
 
 /// The events counted.
+///
+/// # Examples
+///
+/// One lock's count of an event, here the acquisitions that queued:
+///
+/// ```
+/// use hybrid_sync::{Mutex, stats::Event};
+///
+/// let lock = Mutex::new(0);
+/// *lock.blocking_lock() += 1; // uncontended: nothing queues
+/// assert_eq!(lock.stats().event(Event::Queued), 0);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(usize)]
 pub enum Event {
@@ -73,10 +85,32 @@ pub enum Event {
     Unparked,
 }
 
-/// Number of [`Event`] kinds.
+/// Number of [`Event`] kinds: the length of a [`snapshot`].
+///
+/// # Examples
+///
+/// ```
+/// use hybrid_sync::stats::{ALL, EVENTS, snapshot};
+///
+/// let counts: [u64; EVENTS] = snapshot(false);
+/// assert_eq!(counts.len(), ALL.len());
+/// ```
 pub const EVENTS: usize = Event::Unparked as usize + 1;
 
 /// One event as the recorder saw it (see [`record`]).
+///
+/// # Examples
+///
+/// ```
+/// use hybrid_sync::stats::{self, Recorded};
+///
+/// fn line(e: &Recorded) -> String {
+///     format!("{:?} thread {} lock {:#x} {:?}", e.at, e.thread, e.lock, e.event)
+/// }
+/// for e in stats::recorded() {
+///     println!("{}", line(&e));
+/// }
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Recorded {
     /// When it happened (a clock read just after the event).
@@ -558,7 +592,20 @@ impl std::fmt::Display for LockStats {
     }
 }
 
-/// All events with their names, in counter order.
+/// Every [`Event`], in counter order: `ALL[i] as usize == i`.
+///
+/// # Examples
+///
+/// Every process-wide counter by name:
+///
+/// ```
+/// use hybrid_sync::stats::{ALL, snapshot};
+///
+/// for (event, count) in ALL.iter().zip(snapshot(false)) {
+///     println!("{event:?}: {count}");
+/// }
+/// assert!(ALL.iter().enumerate().all(|(i, &e)| e as usize == i));
+/// ```
 pub const ALL: [Event; EVENTS] = [
     Event::Contended,
     Event::SpinWin,

@@ -359,6 +359,101 @@ fn a_newcomer_facing_a_pending_handoff_queues_without_spinning() {
     assert_eq!(*lock.try_lock().unwrap(), 2);
 }
 
+/// `lock` write-locked by the caller, and a task's `write` queued behind it.
+#[cfg(all(feature = "stats", not(feature = "no-spin")))]
+fn write_locked_with_a_writer_queued(
+    lock: &RwLock<i32>,
+) -> (
+    hybrid_sync::RwLockWriteGuard<'_, i32>,
+    tokio_test::task::Spawn<impl Future<Output = hybrid_sync::RwLockWriteGuard<'_, i32>>>,
+) {
+    let held = lock.try_write().unwrap();
+    let mut queued = tokio_test::task::spawn(lock.write());
+    assert!(queued.poll().is_pending(), "the write-locked lock was taken");
+    (held, queued)
+}
+
+/// A lock granted to a queued task that has not run yet admits no spinner:
+/// its owner sits in a run queue, so a spin could only give up. A task
+/// reader spins without a spinner slot, so the grant's hint is all that
+/// keeps it from spinning (a writer's slot claim checks the hint as well).
+#[cfg(all(feature = "stats", not(feature = "no-spin")))]
+#[test]
+fn a_lock_granted_to_a_task_not_yet_running_admits_no_spinner() {
+    let lock = RwLock::new(0);
+    let (held, mut head) = write_locked_with_a_writer_queued(&lock);
+    // Past the handoff timeout the queued task is due, so the release grants
+    // it the lock (under `fair` every release does).
+    std::thread::sleep(hybrid_sync::tuning().handoff_timeout * 3);
+    drop(held);
+    assert!(lock.__describe().contains("granted to a waiter not yet running"), "{}", lock.__describe());
+    let before = lock.stats();
+    let mut reader = tokio_test::task::spawn(lock.read());
+    let mut writer = tokio_test::task::spawn(lock.write());
+    assert!(reader.poll().is_pending(), "a newcomer read the lock granted to the head");
+    assert!(writer.poll().is_pending(), "a newcomer took the lock granted to the head");
+    // Under `fair` the writer, finding the reader queued, stops its spin
+    // phase before its first probe (`SpinHandoff`); nobody runs one.
+    let period = lock.stats().since(&before);
+    let ran = period.event(Event::SpinGiveUp) + period.event(Event::SpinWin);
+    assert_eq!(ran, 0, "a newcomer spun on a lock granted to a task not yet running: {period}");
+    let mut guard = match head.poll() {
+        std::task::Poll::Ready(guard) => guard,
+        std::task::Poll::Pending => panic!("the head did not find its granted lock"),
+    };
+    *guard += 1;
+    drop(guard);
+    drop(reader);
+    drop(writer);
+    assert_eq!(*lock.try_read().unwrap(), 1);
+}
+
+/// A reader that finds a writer queued cannot take the lock ahead of it
+/// (a queued writer blocks new readers), so it does not spin: its spin
+/// phase ends before its first probe, counted as stopped (`SpinHandoff`),
+/// never as a spin that ran and gave up. Where it would not have spun
+/// anyway (a current-thread runtime, a spin limit of 0) nothing is counted.
+#[cfg(all(feature = "stats", not(feature = "no-spin")))]
+#[test]
+fn a_reader_behind_a_queued_writer_queues_without_spinning() {
+    let lock = RwLock::new(0);
+    let (held, queued_writer) = write_locked_with_a_writer_queued(&lock);
+    let before = lock.stats();
+    let mut reader = tokio_test::task::spawn(lock.read());
+    assert!(reader.poll().is_pending(), "a reader passed the queued writer");
+    let period = lock.stats().since(&before);
+    assert_eq!(period.event(Event::SpinGiveUp), 0, "a reader spun behind a queued writer: {period}");
+    assert_eq!(period.event(Event::SpinHandoff), 1, "{period}");
+    drop(reader);
+    drop(queued_writer);
+    drop(held);
+
+    // A thread of its own: the runtime's flavour is looked up once in 256
+    // contended acquisitions per thread, and this one has just cached
+    // "no current-thread runtime".
+    std::thread::scope(|scope| {
+        scope.spawn(|| reader_behind_a_queued_writer_on_a_current_thread_runtime(&lock));
+    });
+}
+
+#[cfg(all(feature = "stats", not(feature = "no-spin")))]
+fn reader_behind_a_queued_writer_on_a_current_thread_runtime(lock: &RwLock<i32>) {
+    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    rt.block_on(async {
+        let held = lock.write().await;
+        let mut queued_writer = tokio_test::task::spawn(lock.write());
+        assert!(queued_writer.poll().is_pending());
+        let before = lock.stats();
+        let mut reader = tokio_test::task::spawn(lock.read());
+        assert!(reader.poll().is_pending(), "a reader passed the queued writer");
+        let period = lock.stats().since(&before);
+        assert_eq!(period.spins(), 0, "a spin phase counted on a current-thread runtime: {period}");
+        drop(held);
+        *queued_writer.await += 1;
+        assert_eq!(*reader.await, 1);
+    });
+}
+
 /// On a current-thread runtime the owner of a held lock can only run on the
 /// thread a waiting task would spin on: the task queues at once, without
 /// spinning (a spin there could only ever give up).

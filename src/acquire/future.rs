@@ -392,9 +392,17 @@ pub(crate) unsafe fn owned<X: ?Sized, G>(
 /// How long an async acquirer may spin on `lock`.
 ///
 /// On a current-thread runtime the owner can only run after this task
-/// returns `Pending`, so spinning can never succeed: don't. The runtime
-/// flavour is looked up once per thread every 256 contended acquisitions,
-/// because `Handle::try_current` clones the runtime handle.
+/// returns `Pending`, so spinning can never succeed: don't. Where there is
+/// a runtime, `Handle::try_current` clones its handle (two atomic operations
+/// on a count that all of the runtime's threads share), so a runtime's
+/// flavour is looked up once per thread every 256 contended acquisitions.
+/// Outside any runtime (`futures::executor::block_on`, another executor)
+/// the look-up clones nothing and is made each time, and nothing is kept:
+/// a thread that contends there and then on a current-thread runtime (a
+/// test, a `main` that builds one) must not bring "spinning may pay" along.
+/// A thread that moves from a multi-thread runtime's context to a
+/// current-thread runtime may still spin on the rest of its 256, at most
+/// one spin limit each.
 ///
 /// Nor while blocking threads wait in the lock's queue (its census, see
 /// `layout::Census`). A spinning task holds its worker thread on a CPU, and
@@ -413,7 +421,8 @@ pub(crate) unsafe fn owned<X: ?Sized, G>(
 pub(crate) fn spin_limit<L: Layout>(lock: &RawRwLock<L>) -> u32 {
     use std::cell::Cell;
     std::thread_local! {
-        /// (acquisitions left before the next look-up, on a current-thread runtime)
+        /// (acquisitions left before the next look-up, on a current-thread
+        /// runtime), of the runtime seen last on this thread
         static FLAVOR: Cell<(u8, bool)> = const { Cell::new((0, false)) };
     }
     if !SPIN || lock.threads_queued() {
@@ -425,8 +434,9 @@ pub(crate) fn spin_limit<L: Layout>(lock: &RawRwLock<L>) -> u32 {
             cell.set((left - 1, current_thread));
             return current_thread;
         }
-        let current_thread = tokio::runtime::Handle::try_current()
-            .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread);
+        // No runtime: nothing to keep, and the next call asks again.
+        let Ok(handle) = tokio::runtime::Handle::try_current() else { return false };
+        let current_thread = handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread;
         cell.set((u8::MAX, current_thread));
         current_thread
     });

@@ -102,6 +102,39 @@ impl Shared {
     }
 }
 
+/// `loom::model`, with a checkpoint file of its own for each model of a
+/// test that runs several (both handoff modes, say).
+///
+/// Under `scripts/loom-deep` (`LOOM_CHECKPOINT_FILE` set, one test per
+/// process) loom stores its place in the search in that file as it goes,
+/// loads it at the start of every `loom::model` call, and leaves it in
+/// place when a search completes. A test's second model would then start
+/// from a place in the first one's search: where the two branch alike that
+/// far it skips part of its own search and passes all the same, and where
+/// they do not loom panics ("Reached unexpected exploration state. Is the
+/// model fully deterministic?"), which is how this was found (2026-12-06,
+/// `reader_backs_out_beside_a_releasing_writer` at four preemptions). So
+/// the first model of the process keeps the file's name and the k-th adds
+/// `.k` before its extension. Without the variable this is `loom::model`
+/// (which also installs the subscriber of loom's `LOOM_LOG`; a checkpointed
+/// run goes without it).
+fn model(f: impl Fn() + Sync + Send + 'static) {
+    use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+    // Relaxed: a count of this process's models; it orders nothing.
+    static MODELS: AtomicU32 = AtomicU32::new(0);
+    let Some(file) = std::env::var_os("LOOM_CHECKPOINT_FILE") else {
+        return loom::model(f);
+    };
+    let k = MODELS.fetch_add(1, Relaxed) + 1;
+    let mut file = std::path::PathBuf::from(file);
+    if k > 1 {
+        file.set_extension(format!("{k}.json"));
+    }
+    let mut builder = loom::model::Builder::new();
+    builder.checkpoint_file = Some(file);
+    builder.check(f);
+}
+
 /// Polls a future once with a waker that does nothing (the model never waits
 /// on it).
 fn poll_once<F: Future>(f: std::pin::Pin<&mut F>) -> Poll<F::Output> {
@@ -119,7 +152,7 @@ fn futures_noop_waker() -> std::task::Waker {
 #[test]
 fn lock_unlock_with_waiter() {
     let _g = handoff(false);
-    loom::model(|| {
+    model(|| {
         let s = Shared::new();
         let t = {
             let s = s.clone();
@@ -137,7 +170,7 @@ fn lock_unlock_with_waiter() {
 #[test]
 fn task_and_thread_share_the_queue() {
     let _g = handoff(false);
-    loom::model(|| {
+    model(|| {
         let s = Shared::new();
         let t = {
             let s = s.clone();
@@ -173,7 +206,7 @@ fn handoff_set_and_granted() {
 #[test]
 fn handoff_keeps_bargers_out() {
     let _g = handoff(true);
-    loom::model(|| {
+    model(|| {
         let s = Shared::new();
         blocking::lock(&s.lock, Write);
         let mut head = pin!(acquire(&s.lock, Write));
@@ -210,7 +243,7 @@ fn handoff_keeps_bargers_out() {
 #[test]
 fn cancel_granted_waiter() {
     let _g = handoff(true);
-    loom::model(|| {
+    model(|| {
         let s = Shared::new();
         blocking::lock(&s.lock, Write);
         let t = {
@@ -241,7 +274,7 @@ fn cancel_granted_waiter() {
 #[test]
 fn cancel_head_lets_readers_behind_in() {
     let _g = handoff(false);
-    loom::model(|| {
+    model(|| {
         let s = Shared::new();
         blocking::lock(&s.lock, Read);
         let writer = {
@@ -277,7 +310,7 @@ fn cancel_head_lets_readers_behind_in() {
 #[test]
 fn cancel_head_lets_a_run_of_readers_in() {
     let _g = handoff(false);
-    loom::model(|| {
+    model(|| {
         let s = Shared::new();
         let inside = Arc::new(AtomicUsize::new(0));
         blocking::lock(&s.lock, Read);
@@ -307,7 +340,7 @@ fn cancel_head_lets_a_run_of_readers_in() {
 #[test]
 fn reader_batch_wake() {
     let _g = handoff(false);
-    loom::model(|| {
+    model(|| {
         let s = Shared::new();
         let inside = Arc::new(AtomicUsize::new(0));
         blocking::lock(&s.lock, Write);
@@ -328,7 +361,7 @@ fn reader_batch_wake() {
 #[test]
 fn downgrade_with_waiters() {
     let _g = handoff(false);
-    loom::model(|| {
+    model(|| {
         let s = Shared::new();
         blocking::lock(&s.lock, Write);
         let reader = {
@@ -361,7 +394,7 @@ fn downgrade_with_waiters() {
 #[test]
 fn spinning_writer_token_and_readers() {
     let _g = handoff(false);
-    loom::model(|| {
+    model(|| {
         let s = Shared::new();
         blocking::lock(&s.lock, Read);
         let writer = {
@@ -393,7 +426,7 @@ fn woken_writer_races_a_barger() {
 /// (`always_handoff`) or waking the head to compete with a barger.
 fn two_writers_race_for_a_release(always_handoff: bool) {
     let _g = handoff(always_handoff);
-    loom::model(|| {
+    model(|| {
         let s = Shared::new();
         blocking::lock(&s.lock, Write);
         let first = {
@@ -420,7 +453,7 @@ fn two_writers_race_for_a_release(always_handoff: bool) {
 #[test]
 fn licensed_reader_loses_to_a_writer() {
     let _g = handoff(false);
-    loom::model(|| {
+    model(|| {
         let s = Shared::new();
         blocking::lock(&s.lock, Write);
         let reader = {
@@ -446,7 +479,7 @@ fn licensed_reader_loses_to_a_writer() {
 #[test]
 fn woken_future_dropped_passes_the_token_on() {
     let _g = handoff(false);
-    loom::model(|| {
+    model(|| {
         let s = Shared::new();
         blocking::lock(&s.lock, Write);
         let task = {
@@ -486,7 +519,7 @@ use crate::LockRef;
 fn lockref_get_put_vs_lock() {
     for always in [false, true] {
         let _g = handoff(always);
-        loom::model(|| {
+        model(|| {
             let r = Arc::new(LockRef::with_count(1, ()));
             let t = {
                 let r = r.clone();
@@ -519,7 +552,7 @@ fn lockref_get_put_vs_lock() {
 #[test]
 fn lockref_put_orders_a_use_before_the_teardown() {
     let _g = handoff(false);
-    loom::model(|| {
+    model(|| {
         let r = Arc::new((LockRef::with_count(1, ()), UnsafeCell::new(7usize)));
         let holder = {
             let r = r.clone();
@@ -547,7 +580,7 @@ fn lockref_put_orders_a_use_before_the_teardown() {
 #[test]
 fn lockref_get_not_dead_vs_mark_dead() {
     let _g = handoff(false);
-    loom::model(|| {
+    model(|| {
         let r = Arc::new(LockRef::with_count(1, ()));
         let lookup = {
             let r = r.clone();
@@ -579,7 +612,7 @@ fn lockref_get_not_dead_vs_mark_dead() {
 #[test]
 fn lockref_put_or_lock_race_and_async_lock() {
     let _g = handoff(false);
-    loom::model(|| {
+    model(|| {
         let r = Arc::new(LockRef::with_count(2, ()));
         let other = {
             let r = r.clone();
@@ -610,7 +643,7 @@ fn lockref_put_or_lock_race_and_async_lock() {
 #[test]
 fn reader_polled_while_licensed() {
     let _g = handoff(false);
-    loom::model(|| {
+    model(|| {
         let s = Shared::new();
         blocking::lock(&s.lock, Write);
         let mut fut = Box::pin(acquire(&s.lock, Read));
@@ -641,7 +674,7 @@ fn reader_polled_while_licensed() {
 #[test]
 fn waker_change_on_repoll() {
     let _g = handoff(false);
-    loom::model(|| {
+    model(|| {
         let s = Shared::new();
         blocking::lock(&s.lock, Write);
         let t = {
@@ -674,7 +707,7 @@ fn waker_change_on_repoll() {
 #[test]
 fn a_queued_writer_blocks_new_readers() {
     let _g = handoff(false);
-    loom::model(|| {
+    model(|| {
         let s = Shared::new();
         blocking::lock(&s.lock, Read);
         let writer = {
@@ -710,7 +743,7 @@ fn a_queued_writer_blocks_new_readers() {
 #[test]
 fn reader_overflow_queues() {
     let _g = handoff(false);
-    loom::model(|| {
+    model(|| {
         let s = Arc::new(Shared { lock: RawRwLock::new(1), data: UnsafeCell::new(0) });
         let inside = Arc::new(AtomicUsize::new(0));
         blocking::lock(&s.lock, Read);
@@ -742,7 +775,7 @@ fn reader_overflow_queues() {
 fn reader_backs_out_beside_a_releasing_writer() {
     for always in [false, true] {
         let _g = handoff(always);
-        loom::model(|| {
+        model(|| {
             let s = Shared::new();
             blocking::lock(&s.lock, Write);
             let queued = {

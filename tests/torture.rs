@@ -17,8 +17,9 @@
 //! timeout or `select!` won, a half-polled future dropped).
 //!
 //! then SUCCESS or FAILURE. `HYBRID_SYNC_TORTURE_SECS` sets the length of
-//! each (default 20 s for the RwLock and 20 s for LockRef, run side by side
-//! in every `.ci/run` mode; minutes for a soak), and
+//! each (default 20 s for the RwLock and 20 s for LockRef, run side by side;
+//! `.ci/run` gives them 5 s in its feature builds after the default and
+//! `fair` ones; minutes for a soak), and
 //! `HYBRID_SYNC_TORTURE_SCALE` multiplies their threads, tasks and workers
 //! (at 1, 4 threads and 2 workers each) for a machine with more cores.
 //!

@@ -909,14 +909,16 @@ fn a_dropped_overdue_waiter_leaves_no_handoff_behind() {
 #[test]
 #[cfg_attr(miri, ignore = "needs one waiter past the handoff timeout and one well within it, by the real clock")]
 fn a_dropped_head_takes_its_handoff_demand_along() {
-    let _default_timeout = TIMEOUT.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    let timeout = hybrid_sync::tuning().handoff_timeout;
+    // The spacing tests' timeout, not the build's: at 1 ms, valgrind's
+    // slowdown alone made every attempt inconclusive.
+    let _timeout = handoff_timeout(SPACING_TIMEOUT);
+    let timeout = SPACING_TIMEOUT;
     for _ in 0..20 {
         let m = Mutex::new(0);
         let g = m.try_lock().unwrap();
         let mut overdue = spawn(m.lock());
         assert_pending!(overdue.poll());
-        std::thread::sleep(timeout * 3);
+        sleep_until_overdue();
         let mut next = spawn(m.lock());
         let queued = std::time::Instant::now();
         assert_pending!(next.poll());
@@ -956,11 +958,16 @@ fn bargers_demand_the_handoff_for_an_overdue_head_that_cannot_run() {
     if FAIR {
         return; // nobody barges
     }
-    let _default_timeout = TIMEOUT.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    // The spacing tests' timeout, not the build's: the head must not come
+    // due between its first poll and the release that wakes it (else that
+    // release grants it the lock, and there is nothing to audit), and under
+    // valgrind, two test binaries side by side, 1 ms once did not cover
+    // that (CI, 2026-12-06).
+    let _timeout = handoff_timeout(SPACING_TIMEOUT);
     let m = Mutex::new(0);
     let mut head = woken_head(&m);
     // The woken head is never polled: it cannot claim its turn.
-    std::thread::sleep(hybrid_sync::tuning().handoff_timeout * 3);
+    sleep_until_overdue();
     barge_until_a_handoff_is_demanded(&m);
     let _guard = assert_ready!(head.poll());
 }

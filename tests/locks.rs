@@ -237,16 +237,16 @@ fn retry_if_slow(mut attempt: impl FnMut(&dyn Fn() -> bool) -> bool) {
 static TIMEOUT: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// For a test that needs no waiter to become due while it runs: holds
-/// [`TIMEOUT`] and, under Miri, lengthens the handoff timeout to an hour
-/// until dropped. Miri runs the code ~1000 times slower and its clock
-/// advances with the work done, so there the 1 ms timeout passes inside
-/// any test of a few steps, every attempt of [`retry_if_slow`] is slow,
-/// and the waiters a test queued come due under it.
+/// [`TIMEOUT`] and, on a host that runs the code far slower than the
+/// hardware (see [`slow_host`]), lengthens the handoff timeout to an hour
+/// until dropped. There the 1 ms timeout passes inside any test of a few
+/// steps, every attempt of [`retry_if_slow`] is slow, and the waiters a
+/// test queued come due under it.
 struct TimeoutNotDue(#[allow(dead_code)] std::sync::MutexGuard<'static, ()>);
 
 fn timeout_not_due() -> TimeoutNotDue {
     let held = TIMEOUT.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    if cfg!(miri) {
+    if slow_host() {
         hybrid_sync::__testing::set_handoff_timeout(Some(std::time::Duration::from_secs(3600)));
     }
     TimeoutNotDue(held)
@@ -254,10 +254,21 @@ fn timeout_not_due() -> TimeoutNotDue {
 
 impl Drop for TimeoutNotDue {
     fn drop(&mut self) {
-        if cfg!(miri) {
+        if slow_host() {
             hybrid_sync::__testing::set_handoff_timeout(None);
         }
     }
+}
+
+/// Whether the code runs far slower than on the hardware: under Miri
+/// (~1000 times, and its clock advances with the work done), or where
+/// `HYBRID_SYNC_SLOW_HOST` is set, as `.ci/sanitizers` sets it for
+/// valgrind (10-50 times, one thread at a time). With two test binaries
+/// under valgrind side by side, 1 ms covered an attempt of
+/// `a_licensed_reader_that_keeps_losing_to_bargers_gets_the_next_release`
+/// only one time in four.
+fn slow_host() -> bool {
+    cfg!(miri) || std::env::var_os("HYBRID_SYNC_SLOW_HOST").is_some()
 }
 
 /// Queues a task behind a holder of `m`, and releases: returns the task,

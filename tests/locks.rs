@@ -922,8 +922,8 @@ fn a_dropped_overdue_waiter_leaves_no_handoff_behind() {
 fn a_dropped_head_takes_its_handoff_demand_along() {
     // The spacing tests' timeout, not the build's: at 1 ms, valgrind's
     // slowdown alone made every attempt inconclusive.
-    let _timeout = handoff_timeout(SPACING_TIMEOUT);
-    let timeout = SPACING_TIMEOUT;
+    let _timeout = handoff_timeout(spacing_timeout());
+    let timeout = spacing_timeout();
     for _ in 0..20 {
         let m = Mutex::new(0);
         let g = m.try_lock().unwrap();
@@ -974,7 +974,7 @@ fn bargers_demand_the_handoff_for_an_overdue_head_that_cannot_run() {
     // release grants it the lock, and there is nothing to audit), and under
     // valgrind, two test binaries side by side, 1 ms once did not cover
     // that (CI, 2026-12-06).
-    let _timeout = handoff_timeout(SPACING_TIMEOUT);
+    let _timeout = handoff_timeout(spacing_timeout());
     let m = Mutex::new(0);
     let mut head = woken_head(&m);
     // The woken head is never polled: it cannot claim its turn.
@@ -1005,7 +1005,7 @@ fn a_demanded_handoff_ends_when_the_head_takes_the_lock() {
     if FAIR {
         return; // nobody barges
     }
-    let _timeout = handoff_timeout(SPACING_TIMEOUT);
+    let _timeout = handoff_timeout(spacing_timeout());
     let m = Mutex::new(0);
     let mut head = woken_head(&m);
     sleep_until_overdue();
@@ -1039,12 +1039,18 @@ impl Drop for HandoffTimeout {
 /// The timeout of the handoff-spacing tests below: long enough to tell its
 /// gaps (a handoff gap is an eighth of it, a claim gap a thirty-second) from
 /// the timeout itself, and the gaps from a test's own steps, on a busy
-/// machine.
-const SPACING_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(160);
+/// machine: 160 ms, and four times that on a [`slow_host`]. Under valgrind
+/// a thread's release took 0.4-2.5 ms to reach the test's next step (25 ms
+/// while valgrind was still translating the code), and at 160 ms
+/// `a_claimed_turn_spaces_the_next_handoff_by_a_claim_gap_only` was
+/// inconclusive in three attempts of five (of the 10 it may take).
+fn spacing_timeout() -> std::time::Duration {
+    std::time::Duration::from_millis(if slow_host() { 640 } else { 160 })
+}
 
 /// Runs a handoff-spacing test (none under `fair`, where every release
 /// grants and nothing is due or spaced) with the handoff timeout at
-/// [`SPACING_TIMEOUT`]: `attempt` until it is conclusive, at most 10 times.
+/// [`spacing_timeout`]: `attempt` until it is conclusive, at most 10 times.
 /// `attempt` gets `slow`, which says whether the step it times (from the
 /// instant it passes) took `budget` or longer, and returns `false` to be
 /// tried again.
@@ -1056,7 +1062,7 @@ fn spacing_test(
     if FAIR {
         return;
     }
-    let _timeout = handoff_timeout(SPACING_TIMEOUT);
+    let _timeout = handoff_timeout(spacing_timeout());
     for _ in 0..10 {
         if attempt(&|since| since.elapsed() >= budget) {
             return;
@@ -1065,9 +1071,9 @@ fn spacing_test(
     panic!("every attempt ran past {what} ({budget:?}): the machine is too slow for this test");
 }
 
-/// Sleeps until every waiter queued before is past [`SPACING_TIMEOUT`].
+/// Sleeps until every waiter queued before is past [`spacing_timeout`].
 fn sleep_until_overdue() {
-    std::thread::sleep(SPACING_TIMEOUT + SPACING_TIMEOUT / 4);
+    std::thread::sleep(spacing_timeout() + spacing_timeout() / 4);
 }
 
 /// How each spacing test ends: the released lock went to a newcomer, not to
@@ -1086,13 +1092,13 @@ fn the_newcomer_went_first<'a>(
 
 /// One handoff per gap: after a release hands the lock to an overdue head,
 /// the next waiter, overdue too, is not due again before a handoff gap
-/// (20 ms here) has passed, so a newcomer may still take the lock released
+/// (20 ms at 160 ms) has passed, so a newcomer may still take the lock released
 /// within it. Without the gap a queue of overdue waiters drains by handoffs
 /// alone, one wakeup at a time.
 #[test]
 #[cfg_attr(miri, ignore = "needs waiters past the handoff timeout, by the real clock")]
 fn a_handoff_spaces_out_the_next_one() {
-    spacing_test(SPACING_TIMEOUT / 16, "half the handoff gap", |slow| {
+    spacing_test(spacing_timeout() / 16, "half the handoff gap", |slow| {
         let m = Mutex::new(0);
         let g = m.try_lock().unwrap();
         let mut first = spawn(m.lock());
@@ -1119,7 +1125,7 @@ fn a_handoff_spaces_out_the_next_one() {
 #[test]
 #[cfg_attr(miri, ignore = "needs one waiter past the handoff timeout and one well within it, by the real clock")]
 fn the_handoff_gap_never_makes_a_fresh_waiter_due_sooner() {
-    spacing_test(SPACING_TIMEOUT / 2, "half the handoff timeout", |slow| {
+    spacing_test(spacing_timeout() / 2, "half the handoff timeout", |slow| {
         let m = Mutex::new(0);
         let g = m.try_lock().unwrap();
         let mut overdue = spawn(m.lock());
@@ -1132,7 +1138,7 @@ fn the_handoff_gap_never_makes_a_fresh_waiter_due_sooner() {
         // the head; a gap and a half later it is still not due.
         drop(g);
         let held = assert_ready!(overdue.poll());
-        std::thread::sleep(SPACING_TIMEOUT / 8 + SPACING_TIMEOUT / 16);
+        std::thread::sleep(spacing_timeout() / 8 + spacing_timeout() / 16);
         drop(held);
         let newcomer = m.try_lock();
         if slow(queued) {
@@ -1175,12 +1181,12 @@ fn a_task_behind_a_claimed_turn(
 
 /// An overdue thread at the head is woken to claim its turn itself rather
 /// than handed the lock while it sleeps; taking the lock that way is a
-/// handoff too, and spaces the next one out by a claim gap (5 ms here): the
+/// handoff too, and spaces the next one out by a claim gap (5 ms at 160 ms): the
 /// overdue task behind it is not handed a lock released within that gap.
 #[test]
 #[cfg_attr(miri, ignore = "needs waiters past the handoff timeout, by the real clock")]
 fn an_overdue_thread_claiming_its_turn_spaces_out_the_next_handoff() {
-    spacing_test(SPACING_TIMEOUT / 64, "half the claim gap", |slow| {
+    spacing_test(spacing_timeout() / 64, "half the claim gap", |slow| {
         let m = Arc::new(Mutex::new(0));
         let (mut task, released) = a_task_behind_a_claimed_turn(&m);
         let newcomer = m.try_lock();
@@ -1194,17 +1200,17 @@ fn an_overdue_thread_claiming_its_turn_spaces_out_the_next_handoff() {
 }
 
 /// The other side of the claim gap: it is shorter than a handoff gap. Two
-/// claim gaps after the overdue thread claimed its turn (10 ms here, half a
+/// claim gaps after the overdue thread claimed its turn (10 ms at 160 ms, half a
 /// handoff gap), the overdue task behind it is due again and takes its turn:
 /// the next release is its.
 #[test]
 #[cfg_attr(miri, ignore = "needs waiters past the handoff timeout, by the real clock")]
 fn a_claimed_turn_spaces_the_next_handoff_by_a_claim_gap_only() {
-    spacing_test(SPACING_TIMEOUT * 3 / 32, "three quarters of the handoff gap", |slow| {
+    spacing_test(spacing_timeout() * 3 / 32, "three quarters of the handoff gap", |slow| {
         let m = Arc::new(Mutex::new(0));
         let (mut task, released) = a_task_behind_a_claimed_turn(&m);
         let newcomer = m.try_lock();
-        if newcomer.is_err() && released.elapsed() >= SPACING_TIMEOUT / 64 {
+        if newcomer.is_err() && released.elapsed() >= spacing_timeout() / 64 {
             // Half the claim gap passed before the newcomer came (under
             // valgrind, from the thread's release to its join), so the
             // claim gap may have too: the task was due. Inconclusive.
@@ -1214,7 +1220,7 @@ fn a_claimed_turn_spaces_the_next_handoff_by_a_claim_gap_only() {
         // The task, woken by the thread's release, looks again: due by now,
         // it claims its turn (a woken head claims it rather than being
         // handed the lock), so the newcomer's release goes to it.
-        std::thread::sleep((released + SPACING_TIMEOUT / 16).saturating_duration_since(std::time::Instant::now()));
+        std::thread::sleep((released + spacing_timeout() / 16).saturating_duration_since(std::time::Instant::now()));
         assert!(task.is_woken());
         assert_pending!(task.poll());
         drop(newcomer);

@@ -920,8 +920,8 @@ fn a_dropped_overdue_waiter_leaves_no_handoff_behind() {
 #[test]
 #[cfg_attr(miri, ignore = "needs one waiter past the handoff timeout and one well within it, by the real clock")]
 fn a_dropped_head_takes_its_handoff_demand_along() {
-    // The spacing tests' timeout, not the build's: at 1 ms, valgrind's
-    // slowdown alone made every attempt inconclusive.
+    // The spacing tests' timeout, not the build's: at 1 ms the test rested
+    // on its retries wherever the code runs slowly (valgrind, qemu).
     let _timeout = handoff_timeout(spacing_timeout());
     let timeout = spacing_timeout();
     for _ in 0..20 {
@@ -1092,7 +1092,7 @@ fn the_newcomer_went_first<'a>(
 
 /// One handoff per gap: after a release hands the lock to an overdue head,
 /// the next waiter, overdue too, is not due again before a handoff gap
-/// (20 ms at 160 ms) has passed, so a newcomer may still take the lock released
+/// (20 ms of the 160 ms timeout) has passed, so a newcomer may still take the lock released
 /// within it. Without the gap a queue of overdue waiters drains by handoffs
 /// alone, one wakeup at a time.
 #[test]
@@ -1181,7 +1181,7 @@ fn a_task_behind_a_claimed_turn(
 
 /// An overdue thread at the head is woken to claim its turn itself rather
 /// than handed the lock while it sleeps; taking the lock that way is a
-/// handoff too, and spaces the next one out by a claim gap (5 ms at 160 ms): the
+/// handoff too, and spaces the next one out by a claim gap (5 ms of 160): the
 /// overdue task behind it is not handed a lock released within that gap.
 #[test]
 #[cfg_attr(miri, ignore = "needs waiters past the handoff timeout, by the real clock")]
@@ -1200,7 +1200,7 @@ fn an_overdue_thread_claiming_its_turn_spaces_out_the_next_handoff() {
 }
 
 /// The other side of the claim gap: it is shorter than a handoff gap. Two
-/// claim gaps after the overdue thread claimed its turn (10 ms at 160 ms, half a
+/// claim gaps after the overdue thread claimed its turn (10 ms of 160, half a
 /// handoff gap), the overdue task behind it is due again and takes its turn:
 /// the next release is its.
 #[test]

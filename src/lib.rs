@@ -138,13 +138,14 @@
 //!   ([`std::sync::Mutex`], `parking_lot`) is as fast or faster and simpler.
 //! * Plain threads only, contended, many more of them than cores, where
 //!   throughput counts more than CPU time or a bound on each wait:
-//!   `parking_lot` 0.13. With 32 threads on 2 vCPUs it moved 11-16% more
-//!   operations than this crate's blocking API, at 1.7x the CPU per
+//!   `parking_lot` 0.13. With 32 threads on 2 vCPUs it moved 15-28% more
+//!   operations than this crate's blocking API, at 1.5-1.7x the CPU per
 //!   operation (its waiters spin and yield where these park), and it bounds
 //!   no single wait since it dropped 0.12's eventual fairness; 0.12 moved
-//!   0-11% fewer (the README's targets table). Built with `handoff-4ms`
-//!   this crate came within a few percent of 0.13's rate, at half its CPU,
-//!   with worst waits of 8-12 ms against the default's 2-6 ms.
+//!   from 3% fewer to 20% more (the README's targets table, runs 79-81).
+//!   Built with `handoff-4ms` this crate came within a few percent of
+//!   0.13's rate, at half its CPU, with worst waits of 8-12 ms against the
+//!   default's 2-6 ms.
 //! * Read-mostly data that is replaced wholesale: `arc-swap` (readers never
 //!   block or even write shared memory).
 //! * A reference count that must agree with a lock (a cache entry that
@@ -160,7 +161,7 @@
 //!   its guards are held across `.await`. Woken tasks would lose it to the
 //!   task that just released it, so the lock learns to hand it over in
 //!   FIFO order there, as tokio does, at a little more than tokio's cost per
-//!   hand-over (the showdown's hold-across table: 0.83-1.06x tokio's
+//!   hand-over (the showdown's hold-across table: 0.83-1.10x tokio's
 //!   throughput across hosts and runs since the lock keeps its own clock for
 //!   the wait stamps of the handoff bound; the tuning builds run within a
 //!   few percent of each other there, `fair` 3-5% ahead of the default in
@@ -184,8 +185,8 @@
 //!   woken but has not run yet, until a waiter has waited past the handoff
 //!   timeout: the bound is on *time*, not on queue position. Overdue waiters
 //!   are served in queue order, one handoff gap apart, so a deep queue
-//!   stretches it (1000 threads on 2 CPUs: worst waits of about 70 ms,
-//!   parking_lot's about 120 ms). Readers never pass a queued writer.
+//!   stretches it (1000 threads on 2 CPUs: worst waits of 65-80 ms,
+//!   parking_lot's 78-306 ms). Readers never pass a queued writer.
 //!   Enable `fair` for tokio's exact order (at tokio-like contended
 //!   throughput, with the faster uncontended path).
 //!   None of tokio's own lock tests depends on the difference; this crate's

@@ -506,6 +506,41 @@ fn woken_future_dropped_passes_the_token_on() {
     });
 }
 
+/// A queued reader future is woken with a licence by a release, which does
+/// not wake the writer queued behind it (the reader is to take the lock and
+/// wake the writer with its own release), and is dropped before it takes
+/// the lock, as the losing branch of a `select!`: giving the licence up
+/// must pass that wakeup on, or the writer sleeps on a free lock forever
+/// (`tests/torture.rs` once found this; `tests/locks.rs` has one order of
+/// it). The drop comes in every order with the release and with the
+/// writer's queueing: still queued, licensed, or (under `fair`) granted
+/// the lock, which the drop then releases. A licensed future polled again
+/// instead is `reader_polled_while_licensed`.
+#[test]
+fn licensed_future_dropped_passes_the_wakeup_on() {
+    let _g = handoff(false);
+    model(|| {
+        let s = Shared::new();
+        blocking::lock(&s.lock, Write);
+        let mut reader = Box::pin(acquire(&s.lock, Read));
+        assert!(poll_once(reader.as_mut()).is_pending());
+        let behind = {
+            let s = s.clone();
+            thread::spawn(move || s.write_add())
+        };
+        let releaser = {
+            let s = s.clone();
+            // SAFETY: the main thread took the write lock at the start of the model and leaves its release to this thread (a raw lock is not tied to the thread that took it).
+            thread::spawn(move || unsafe { s.lock.write_unlock() })
+        };
+        drop(reader);
+        releaser.join().unwrap();
+        behind.join().unwrap();
+        assert_eq!(s.read(), 1);
+        s.assert_idle();
+    });
+}
+
 // --------------------------------------------------------------------------
 // LockRef: the count shares the word with the lock.
 // --------------------------------------------------------------------------

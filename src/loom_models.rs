@@ -100,6 +100,24 @@ impl Shared {
             v
         })
     }
+
+    /// A thread that releases the write lock the caller took: the release
+    /// runs beside whatever the caller does next.
+    fn write_unlock_on_a_thread(this: &Arc<Self>) -> thread::JoinHandle<()> {
+        let s = this.clone();
+        // SAFETY: the caller holds the write lock and leaves its release to
+        // this thread (a raw lock is not tied to the thread that took it).
+        thread::spawn(move || unsafe { s.lock.write_unlock() })
+    }
+
+    /// Takes the write lock and queues a read future behind it (polled
+    /// once, pending).
+    fn reader_queued_behind_a_writer(&self) -> std::pin::Pin<Box<Lock<'_, fn()>>> {
+        blocking::lock(&self.lock, Write);
+        let mut reader = Box::pin(acquire(&self.lock, Read));
+        assert!(poll_once(reader.as_mut()).is_pending());
+        reader
+    }
 }
 
 /// `loom::model`, with a checkpoint file of its own for each model of a
@@ -521,18 +539,12 @@ fn licensed_future_dropped_passes_the_wakeup_on() {
     let _g = handoff(false);
     model(|| {
         let s = Shared::new();
-        blocking::lock(&s.lock, Write);
-        let mut reader = Box::pin(acquire(&s.lock, Read));
-        assert!(poll_once(reader.as_mut()).is_pending());
+        let reader = s.reader_queued_behind_a_writer();
         let behind = {
             let s = s.clone();
             thread::spawn(move || s.write_add())
         };
-        let releaser = {
-            let s = s.clone();
-            // SAFETY: the main thread took the write lock at the start of the model and leaves its release to this thread (a raw lock is not tied to the thread that took it).
-            thread::spawn(move || unsafe { s.lock.write_unlock() })
-        };
+        let releaser = Shared::write_unlock_on_a_thread(&s);
         drop(reader);
         releaser.join().unwrap();
         behind.join().unwrap();
@@ -680,14 +692,8 @@ fn reader_polled_while_licensed() {
     let _g = handoff(false);
     model(|| {
         let s = Shared::new();
-        blocking::lock(&s.lock, Write);
-        let mut fut = Box::pin(acquire(&s.lock, Read));
-        assert!(poll_once(fut.as_mut()).is_pending());
-        let releaser = {
-            let s = s.clone();
-            // SAFETY: the main thread took the write lock at the start of the model and leaves its release to this thread (a raw lock is not tied to the thread that took it).
-            thread::spawn(move || unsafe { s.lock.write_unlock() })
-        };
+        let mut fut = s.reader_queued_behind_a_writer();
+        let releaser = Shared::write_unlock_on_a_thread(&s);
         let mut ready = poll_once(fut.as_mut()).is_ready();
         releaser.join().unwrap();
         if !ready {

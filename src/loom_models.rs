@@ -103,15 +103,20 @@ impl Shared {
 
     /// A thread that releases the write lock the caller took: the release
     /// runs beside whatever the caller does next.
-    fn write_unlock_on_a_thread(this: &Arc<Self>) -> thread::JoinHandle<()> {
+    ///
+    /// # Safety
+    ///
+    /// The caller holds the write lock and gives its release up to the
+    /// thread.
+    unsafe fn write_unlock_on_a_thread(this: &Arc<Self>) -> thread::JoinHandle<()> {
         let s = this.clone();
-        // SAFETY: the caller holds the write lock and leaves its release to
-        // this thread (a raw lock is not tied to the thread that took it).
+        // SAFETY: the caller's write lock, released here (a raw lock is not
+        // tied to the thread that took it).
         thread::spawn(move || unsafe { s.lock.write_unlock() })
     }
 
     /// Takes the write lock and queues a read future behind it (polled
-    /// once, pending).
+    /// once, pending). The caller releases the write lock.
     fn reader_queued_behind_a_writer(&self) -> std::pin::Pin<Box<Lock<'_, fn()>>> {
         blocking::lock(&self.lock, Write);
         let mut reader = Box::pin(acquire(&self.lock, Read));
@@ -544,7 +549,8 @@ fn licensed_future_dropped_passes_the_wakeup_on() {
             let s = s.clone();
             thread::spawn(move || s.write_add())
         };
-        let releaser = Shared::write_unlock_on_a_thread(&s);
+        // SAFETY: `reader_queued_behind_a_writer` took the write lock for this model.
+        let releaser = unsafe { Shared::write_unlock_on_a_thread(&s) };
         drop(reader);
         releaser.join().unwrap();
         behind.join().unwrap();
@@ -693,7 +699,8 @@ fn reader_polled_while_licensed() {
     model(|| {
         let s = Shared::new();
         let mut fut = s.reader_queued_behind_a_writer();
-        let releaser = Shared::write_unlock_on_a_thread(&s);
+        // SAFETY: `reader_queued_behind_a_writer` took the write lock for this model.
+        let releaser = unsafe { Shared::write_unlock_on_a_thread(&s) };
         let mut ready = poll_once(fut.as_mut()).is_ready();
         releaser.join().unwrap();
         if !ready {

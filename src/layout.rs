@@ -45,6 +45,11 @@ pub(crate) trait Layout: Sync {
     fn fetch_add(&self, v: u32, order: Ordering) -> u32;
     /// Subtracts `v`, which the lock word holds (the caller's own lock).
     fn fetch_sub(&self, v: u32, order: Ordering) -> u32;
+    /// Subtracts `v` (the caller's own, as for `fetch_sub`) unless the word
+    /// it finds satisfies `stop`: `Ok` with the word before, or `Err` with
+    /// the word that stopped it. One load and a compare-and-swap loop; the
+    /// compare-and-swap that succeeds has ordering `success`.
+    fn fetch_sub_unless(&self, v: u32, stop: impl Fn(u32) -> bool, success: Ordering) -> Result<u32, u32>;
     fn fetch_and(&self, v: u32, order: Ordering) -> u32;
     /// The most readers that may hold the lock at once.
     fn max_readers(&self) -> u32;
@@ -55,6 +60,20 @@ pub(crate) trait Layout: Sync {
     fn census(&self) -> Option<&Census>;
     /// What marks this lock's nodes in its queue (0 for a queue of its own).
     fn key(&self) -> usize;
+    /// Whether the lock's memory may be freed as soon as it is released, so
+    /// that a release must not touch the word afterwards unless queued
+    /// waiters pin it (`RawRwLock::write_release_pinned`).
+    ///
+    /// A [`Counted`] lock's count lives in its word: a `LockRef` holder may
+    /// give its reference up under the lock (`put_or_lock`'s decrement when
+    /// the lockless one finds the lock held, `LockRefGuard::set_count`),
+    /// and once it releases, the last reference's owner may free the
+    /// `LockRef` (`LockArc`'s drop). An [`Inline`] lock is reached only
+    /// through borrows that outlive each release (a guard borrows its lock,
+    /// an owned guard holds an `Arc` until it has unlocked), as with the
+    /// kernel's mutexes, whose `mutex_unlock` may also touch the lock after
+    /// another task took it.
+    const FREED_ONCE_RELEASED: bool;
 }
 
 /// The word, reader limit and queue of [`RwLock`](crate::RwLock) and
@@ -168,6 +187,8 @@ impl Census {
 }
 
 impl Layout for Inline {
+    const FREED_ONCE_RELEASED: bool = false;
+
     #[inline(always)]
     fn load(&self, order: Ordering) -> u32 {
         self.state.load(order)
@@ -187,6 +208,20 @@ impl Layout for Inline {
     #[inline(always)]
     fn fetch_sub(&self, v: u32, order: Ordering) -> u32 {
         self.state.fetch_sub(v, order)
+    }
+    #[inline(always)]
+    fn fetch_sub_unless(&self, v: u32, stop: impl Fn(u32) -> bool, success: Ordering) -> Result<u32, u32> {
+        // Relaxed loads: each only feeds the compare-and-swap, which checks it.
+        let mut s = self.state.load(Ordering::Relaxed);
+        loop {
+            if stop(s) {
+                return Err(s);
+            }
+            match self.state.compare_exchange_weak(s, s - v, success, Ordering::Relaxed) {
+                Ok(old) => return Ok(old),
+                Err(actual) => s = actual,
+            }
+        }
     }
     #[inline(always)]
     fn fetch_and(&self, v: u32, order: Ordering) -> u32 {
@@ -224,6 +259,12 @@ pub(crate) struct Counted {
     word: AtomicU64,
     #[cfg(any(hybrid_sync_loom, hybrid_sync_shuttle))]
     queue: WaitQueue,
+    /// Under loom, whether the model has freed the `LockRef` (see
+    /// [`Counted::model_free`]). A plain `core` atomic, as the census is:
+    /// loom runs one thread at a time, so it reads the execution's order
+    /// without adding a scheduling point to every access of the word.
+    #[cfg(hybrid_sync_loom)]
+    freed: core::sync::atomic::AtomicBool,
 }
 
 /// How many shared queues [`Counted`] locks hash into. Only locks with
@@ -256,13 +297,43 @@ impl Counted {
 
     #[cfg(any(hybrid_sync_loom, hybrid_sync_shuttle))]
     pub(crate) fn new(count: u32) -> Self {
-        Counted { word: AtomicU64::new((count as u64) << COUNT_SHIFT), queue: WaitQueue::new() }
+        Counted {
+            word: AtomicU64::new((count as u64) << COUNT_SHIFT),
+            queue: WaitQueue::new(),
+            #[cfg(hybrid_sync_loom)]
+            freed: core::sync::atomic::AtomicBool::new(false),
+        }
     }
 
     /// The whole word, for the count's lockless updates.
     #[inline(always)]
     pub(crate) fn word(&self) -> &AtomicU64 {
+        self.alive();
         &self.word
+    }
+
+    /// Under loom: marks the word freed, as the owner of the last reference
+    /// frees a `LockRef` (`LockArc`'s drop, the kernel's dentry teardown).
+    /// The model keeps the memory, and any later access of the word by the
+    /// lock's code fails the model. The queue is left out: in a real build
+    /// it is a bucket of the static table, which outlives every lock (a
+    /// model cannot have statics, so there it sits beside the word).
+    #[cfg(hybrid_sync_loom)]
+    pub(crate) fn model_free(&self) {
+        // SeqCst: loom runs one thread at a time; any ordering reads the
+        // execution's order here, and this one says so.
+        self.freed.store(true, core::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Under loom, fails the model if [`model_free`](Self::model_free) has
+    /// run; nothing otherwise.
+    #[inline(always)]
+    fn alive(&self) {
+        #[cfg(hybrid_sync_loom)]
+        assert!(
+            !self.freed.load(core::sync::atomic::Ordering::SeqCst),
+            "a LockRef's word touched after its last owner freed it"
+        );
     }
 }
 
@@ -279,8 +350,11 @@ pub(crate) const fn count_half(w: u64) -> u32 {
 }
 
 impl Layout for Counted {
+    const FREED_ONCE_RELEASED: bool = true;
+
     #[inline(always)]
     fn load(&self, order: Ordering) -> u32 {
+        self.alive();
         lock_half(self.word.load(order))
     }
 
@@ -288,6 +362,7 @@ impl Layout for Counted {
     /// differs from `current`, retrying while only the count moved under it.
     #[inline]
     fn compare_exchange(&self, current: u32, new: u32, success: Ordering, failure: Ordering) -> Result<u32, u32> {
+        self.alive();
         let mut w = self.word.load(failure);
         loop {
             if lock_half(w) != current {
@@ -308,12 +383,14 @@ impl Layout for Counted {
 
     #[inline(always)]
     fn fetch_add(&self, v: u32, order: Ordering) -> u32 {
+        self.alive();
         // No carry into the count: the lock half never overflows.
         lock_half(self.word.fetch_add(u64::from(v), order))
     }
 
     #[inline(always)]
     fn fetch_sub(&self, v: u32, order: Ordering) -> u32 {
+        self.alive();
         // No borrow from the count: the lock half holds `v` (the caller's).
         let old = lock_half(self.word.fetch_sub(u64::from(v), order));
         debug_assert!(old >= v, "lock half {old:#x} does not hold {v:#x}");
@@ -321,7 +398,26 @@ impl Layout for Counted {
     }
 
     #[inline(always)]
+    fn fetch_sub_unless(&self, v: u32, stop: impl Fn(u32) -> bool, success: Ordering) -> Result<u32, u32> {
+        self.alive();
+        // Relaxed loads: each only feeds the compare-and-swap, which checks
+        // the whole word (the count beside the lock half included).
+        let mut w = self.word.load(Ordering::Relaxed);
+        loop {
+            if stop(lock_half(w)) {
+                return Err(lock_half(w));
+            }
+            // No borrow from the count: the lock half holds `v`.
+            match self.word.compare_exchange_weak(w, w - u64::from(v), success, Ordering::Relaxed) {
+                Ok(old) => return Ok(lock_half(old)),
+                Err(actual) => w = actual,
+            }
+        }
+    }
+
+    #[inline(always)]
     fn fetch_and(&self, v: u32, order: Ordering) -> u32 {
+        self.alive();
         lock_half(self.word.fetch_and(u64::from(v) | !LOCK_MASK, order))
     }
 

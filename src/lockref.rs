@@ -55,6 +55,20 @@ const CMPXCHG_LOOPS: u32 = 100;
 /// `size_of::<LockRef<()>>()` is 8 bytes (more with the `stats` feature,
 /// which adds per-lock counters).
 ///
+/// # Freeing after the last reference
+///
+/// A release of the lock touches nothing of the `LockRef` once another
+/// thread could free it: with waiters to wake it releases under the wait
+/// queue's lock, while the waiters keep the `LockRef` alive, and otherwise
+/// in one compare-and-swap after which it touches nothing. So whoever holds
+/// the last reference may free the memory as soon as it has released the
+/// lock, even while the thread that held the lock before it is still
+/// inside its release (having given its reference up under the lock), as
+/// [`LockArc`]'s drop does and the kernel's dentries do after
+/// `spin_unlock`. A lookup that holds no reference yet
+/// ([`get_not_dead`](Self::get_not_dead)) must keep the memory alive by
+/// other means while it runs, as the kernel's RCU does.
+///
 /// # The lock is for short critical sections
 ///
 /// [`LockRefGuard`] is `!Send`, so a guard cannot be held across an `.await`
@@ -1115,7 +1129,10 @@ impl<T: ?Sized> Drop for LockArc<T> {
         last.mark_dead();
         drop(last);
         // SAFETY: the allocation came from `Box::leak` in `new`; this was the
-        // last handle, the lock is free again and nothing else refers to it.
+        // last handle, the lock is free again and nothing else refers to it:
+        // a handle's drop that decremented under the lock and may still be
+        // inside its release touches nothing of the `LockRef` any more
+        // ("Freeing after the last reference" on `LockRef`).
         drop(unsafe { Box::from_raw(self.inner.as_ptr()) });
     }
 }

@@ -688,6 +688,56 @@ fn lockref_put_or_lock_race_and_async_lock() {
     });
 }
 
+/// Gives back a reference to `r` the way `LockArc`'s drop does: the last
+/// one, which `put_or_lock` returns with the lock held, marks the `LockRef`
+/// dead, releases the lock and frees it (here [`Counted::model_free`], after
+/// which the lock's code must not touch its word). Returns whether it freed.
+///
+/// [`Counted::model_free`]: crate::layout::Counted::model_free
+fn drop_reference(r: &LockRef<()>) -> bool {
+    let Some(mut last) = r.put_or_lock() else { return false };
+    last.mark_dead();
+    drop(last);
+    r.raw.layout().model_free();
+    true
+}
+
+/// A `LockRef` may be freed by whoever drops its last reference, as soon as
+/// that thread has released the lock (`LockArc`'s drop; the kernel's
+/// dentries). So a release must not touch the word once another thread
+/// could have freed it. The path this checks: this thread gives its
+/// reference up under the lock (as `put_or_lock` does when the lockless
+/// decrement finds the lock held) and releases the lock with a task's
+/// future queued behind it. Before that release gets to the queue, the
+/// task drops its future and then its reference, the last: it takes the
+/// lock, marks the `LockRef` dead and frees it.
+#[test]
+fn lockref_release_touches_no_word_its_last_owner_freed() {
+    let _g = handoff(false);
+    model(|| {
+        // Two references: ours and the task's.
+        let r = Arc::new(LockRef::with_count(2, ()));
+        let mut held = r.lock();
+        let task = {
+            let r = r.clone();
+            thread::spawn(move || {
+                {
+                    let mut fut = pin!(r.lock_async());
+                    assert!(poll_once(fut.as_mut()).is_pending(), "the lock is held");
+                } // The future, dropped: it leaves the queue.
+                drop_reference(&r)
+            })
+        };
+        while r.raw.word() & crate::state::WAITERS == 0 {
+            thread::yield_now();
+        }
+        // Ours, given up under the lock.
+        held.set_count(held.count() - 1);
+        drop(held);
+        assert!(task.join().unwrap(), "the task's reference is the last");
+    });
+}
+
 /// A queued reader's future is polled (spuriously: a `select!` sibling
 /// woke the task) just as a release licenses it: whichever the poll sees
 /// first, it must take the read lock or stay queued, never trip over the

@@ -463,10 +463,73 @@ impl<L: Layout> RawRwLock<L> {
     /// As for `write_unlock`.
     #[inline]
     unsafe fn write_release(&self) {
+        if L::FREED_ONCE_RELEASED {
+            // SAFETY: forwarded.
+            return unsafe { self.write_release_pinned() };
+        }
         // Release: publishes the critical section to the next owner.
         let old = self.state.fetch_sub(WRITER, Ordering::Release);
         debug_assert!(is_write_locked(old), "write unlock of {:?}", Decoded(old));
         if needs_wakeup(old) {
+            self.release_slow();
+        }
+    }
+
+    /// [`write_release`](Self::write_release) for a lock whose memory may be
+    /// freed as soon as it is released ([`Layout::FREED_ONCE_RELEASED`]: a
+    /// `LockRef` whose holder gave its reference up under the lock). Once
+    /// the lock is free, the owner of the last reference may take it, mark
+    /// the `LockRef` dead, release it and free it, all without the queue
+    /// lock; a release that went on to dispatch from the word would then
+    /// read, and write, freed memory. So the word is released either in one
+    /// compare-and-swap, after which nothing of the lock is touched, or, with
+    /// waiters to dispatch, under the queue lock: each queued waiter pins the
+    /// lock (it holds a reference, or whatever else keeps the `LockRef` alive
+    /// for it), and none can leave the queue while we hold its lock, as
+    /// parking_lot releases a contended lock inside `unpark_one`'s callback.
+    ///
+    /// # Safety
+    /// As for `write_release`.
+    #[inline]
+    unsafe fn write_release_pinned(&self) {
+        // Release: publishes the critical section to the next owner, as
+        // `write_release`'s `fetch_sub` does.
+        match self.state.fetch_sub_unless(WRITER, needs_wakeup, Ordering::Release) {
+            Ok(old) => debug_assert!(is_write_locked(old), "write unlock of {:?}", Decoded(old)),
+            Err(_) => self.release_queued(),
+        }
+    }
+
+    /// The slow half of [`write_release_pinned`](Self::write_release_pinned):
+    /// release under the queue lock, then dispatch while the waiters pin
+    /// the lock.
+    #[cold]
+    #[inline(never)]
+    fn release_queued(&self) {
+        // Counted while the lock is still ours: afterwards the counters may
+        // be gone with it.
+        self.stats.event(Event::Dispatch);
+        let mut wakes = WakeList::new();
+        let more = {
+            let mut q = self.lock_queue();
+            // Release: publishes the critical section to the next owner.
+            let old = self.state.fetch_sub(WRITER, Ordering::Release);
+            debug_assert!(is_write_locked(old), "write unlock of {:?}", Decoded(old));
+            // Nobody queued any more (the waiters left between our look at
+            // the word and the queue lock: `WAITERS` is clear, Invariant 1),
+            // or a woken head holds the token and takes over: the release
+            // was our last touch of the lock.
+            if !needs_wakeup(old) {
+                return;
+            }
+            // Pinned by the waiters (above) for as long as we hold `q`, and
+            // `dispatch` touches nothing of the lock after its last grant.
+            self.dispatch(&mut q, &mut wakes)
+        };
+        wakes.wake_all();
+        if more {
+            // Readers left over for the next round: still queued, still
+            // pinning the lock.
             self.release_slow();
         }
     }

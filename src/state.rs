@@ -22,7 +22,10 @@
 //!
 //! * `WRITER` and the reader count change by compare-and-swap when a lock is
 //!   taken (fast path, spinner, or a waiter under the queue lock), by one
-//!   `fetch_sub` when it is released, and under the queue lock when it is
+//!   `fetch_sub` when it is released (a `LockRef`'s lock: a
+//!   compare-and-swap, or with waiters to dispatch a `fetch_sub` under the
+//!   queue lock, since its memory may be freed once it is released;
+//!   `RawRwLock::write_release_pinned`), and under the queue lock when it is
 //!   granted to queued waiters. A newcomer reader is the exception: its
 //!   fast path adds itself with one `fetch_add` and looks at the word that
 //!   returns, and if that word did not let it in, it takes itself back out

@@ -496,16 +496,20 @@ impl<L: Layout> RawRwLock<L> {
         // `write_release`'s `fetch_sub` does.
         match self.state.fetch_sub_unless(WRITER, needs_wakeup, Ordering::Release) {
             Ok(old) => debug_assert!(is_write_locked(old), "write unlock of {:?}", Decoded(old)),
-            Err(_) => self.release_queued(),
+            // SAFETY: forwarded; the compare-and-swap left the lock ours.
+            Err(_) => unsafe { self.release_queued() },
         }
     }
 
     /// The slow half of [`write_release_pinned`](Self::write_release_pinned):
     /// release under the queue lock, then dispatch while the waiters pin
     /// the lock.
+    ///
+    /// # Safety
+    /// The caller holds the write lock and gives it up.
     #[cold]
     #[inline(never)]
-    fn release_queued(&self) {
+    unsafe fn release_queued(&self) {
         // Counted while the lock is still ours: afterwards the counters may
         // be gone with it.
         self.stats.event(Event::Dispatch);

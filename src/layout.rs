@@ -320,9 +320,10 @@ impl Counted {
     /// model cannot have statics, so there it sits beside the word).
     #[cfg(hybrid_sync_loom)]
     pub(crate) fn model_free(&self) {
-        // SeqCst: loom runs one thread at a time; any ordering reads the
-        // execution's order here, and this one says so.
-        self.freed.store(true, core::sync::atomic::Ordering::SeqCst);
+        // Relaxed: loom runs its model threads one at a time as coroutines
+        // of one OS thread, so the store is in program order with every
+        // later check, whichever model thread makes it.
+        self.freed.store(true, core::sync::atomic::Ordering::Relaxed);
     }
 
     /// Under loom, fails the model if [`model_free`](Self::model_free) has
@@ -331,7 +332,8 @@ impl Counted {
     fn alive(&self) {
         #[cfg(hybrid_sync_loom)]
         assert!(
-            !self.freed.load(core::sync::atomic::Ordering::SeqCst),
+            // Relaxed: as in `model_free`.
+            !self.freed.load(core::sync::atomic::Ordering::Relaxed),
             "a LockRef's word touched after its last owner freed it"
         );
     }

@@ -49,7 +49,20 @@ pub(crate) trait Layout: Sync {
     /// it finds satisfies `stop`: `Ok` with the word before, or `Err` with
     /// the word that stopped it. One load and a compare-and-swap loop; the
     /// compare-and-swap that succeeds has ordering `success`.
-    fn fetch_sub_unless(&self, v: u32, stop: impl Fn(u32) -> bool, success: Ordering) -> Result<u32, u32>;
+    #[inline(always)]
+    fn fetch_sub_unless(&self, v: u32, stop: impl Fn(u32) -> bool, success: Ordering) -> Result<u32, u32> {
+        // Relaxed loads: each only feeds the compare-and-swap, which checks it.
+        let mut s = self.load(Ordering::Relaxed);
+        loop {
+            if stop(s) {
+                return Err(s);
+            }
+            match self.compare_exchange_weak(s, s - v, success, Ordering::Relaxed) {
+                Ok(old) => return Ok(old),
+                Err(actual) => s = actual,
+            }
+        }
+    }
     fn fetch_and(&self, v: u32, order: Ordering) -> u32;
     /// The most readers that may hold the lock at once.
     fn max_readers(&self) -> u32;
@@ -208,20 +221,6 @@ impl Layout for Inline {
     #[inline(always)]
     fn fetch_sub(&self, v: u32, order: Ordering) -> u32 {
         self.state.fetch_sub(v, order)
-    }
-    #[inline(always)]
-    fn fetch_sub_unless(&self, v: u32, stop: impl Fn(u32) -> bool, success: Ordering) -> Result<u32, u32> {
-        // Relaxed loads: each only feeds the compare-and-swap, which checks it.
-        let mut s = self.state.load(Ordering::Relaxed);
-        loop {
-            if stop(s) {
-                return Err(s);
-            }
-            match self.state.compare_exchange_weak(s, s - v, success, Ordering::Relaxed) {
-                Ok(old) => return Ok(old),
-                Err(actual) => s = actual,
-            }
-        }
     }
     #[inline(always)]
     fn fetch_and(&self, v: u32, order: Ordering) -> u32 {
@@ -399,6 +398,8 @@ impl Layout for Counted {
         old
     }
 
+    /// The default would load the word twice (once more inside
+    /// `compare_exchange`, which retries on count changes): one load here.
     #[inline(always)]
     fn fetch_sub_unless(&self, v: u32, stop: impl Fn(u32) -> bool, success: Ordering) -> Result<u32, u32> {
         self.alive();

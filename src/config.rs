@@ -453,4 +453,12 @@ pub mod testing {
     pub fn lockref_bucket<T: ?Sized>(lockref: &crate::LockRef<T>) -> usize {
         crate::layout::bucket_index(lockref.queue_key())
     }
+
+    /// Under shuttle: marks `lockref` freed, where its last owner would free
+    /// it, so that any later touch of its word by the lock's code fails the
+    /// test (`tests/shuttle.rs`; the memory itself stays).
+    #[cfg(hybrid_sync_shuttle)]
+    pub fn lockref_freed<T: ?Sized>(lockref: &crate::LockRef<T>) {
+        lockref.raw.layout().model_free();
+    }
 }

@@ -258,11 +258,12 @@ pub(crate) struct Counted {
     word: AtomicU64,
     #[cfg(any(hybrid_sync_loom, hybrid_sync_shuttle))]
     queue: WaitQueue,
-    /// Under loom, whether the model has freed the `LockRef` (see
-    /// [`Counted::model_free`]). A plain `core` atomic, as the census is:
-    /// loom runs one thread at a time, so it reads the execution's order
-    /// without adding a scheduling point to every access of the word.
-    #[cfg(hybrid_sync_loom)]
+    /// Under the model checkers, whether the model has freed the `LockRef`
+    /// (see [`Counted::model_free`]). A plain `core` atomic, as the census
+    /// is: loom and shuttle run one thread at a time, so it reads the
+    /// execution's order without adding a scheduling point to every access
+    /// of the word.
+    #[cfg(any(hybrid_sync_loom, hybrid_sync_shuttle))]
     freed: core::sync::atomic::AtomicBool,
 }
 
@@ -299,42 +300,66 @@ impl Counted {
         Counted {
             word: AtomicU64::new((count as u64) << COUNT_SHIFT),
             queue: WaitQueue::new(),
-            #[cfg(hybrid_sync_loom)]
+            #[cfg(any(hybrid_sync_loom, hybrid_sync_shuttle))]
             freed: core::sync::atomic::AtomicBool::new(false),
         }
     }
 
-    /// The whole word, for the count's lockless updates.
+    /// The whole word, for the count's lockless updates. (Checked when
+    /// handed out, not at each access: its users hold a reference, which
+    /// keeps the `LockRef` alive, until their last access of it.)
     #[inline(always)]
     pub(crate) fn word(&self) -> &AtomicU64 {
         self.alive();
         &self.word
     }
 
-    /// Under loom: marks the word freed, as the owner of the last reference
-    /// frees a `LockRef` (`LockArc`'s drop, the kernel's dentry teardown).
-    /// The model keeps the memory, and any later access of the word by the
+    /// Under the model checkers: marks the word freed, as the owner of the
+    /// last reference frees a `LockRef` (`LockArc`'s drop, which under
+    /// shuttle calls this and keeps the memory; the kernel's dentry
+    /// teardown). The memory stays, and any later access of the word by the
     /// lock's code fails the model. The queue is left out: in a real build
     /// it is a bucket of the static table, which outlives every lock (a
     /// model cannot have statics, so there it sits beside the word).
-    #[cfg(hybrid_sync_loom)]
+    #[cfg(any(hybrid_sync_loom, hybrid_sync_shuttle))]
     pub(crate) fn model_free(&self) {
-        // Relaxed: loom runs its model threads one at a time as coroutines
-        // of one OS thread, so the store is in program order with every
-        // later check, whichever model thread makes it.
+        // Relaxed: loom and shuttle run their threads one at a time as
+        // coroutines of one OS thread, so the store is in program order with
+        // every later check, whichever model thread makes it.
         self.freed.store(true, core::sync::atomic::Ordering::Relaxed);
     }
 
-    /// Under loom, fails the model if [`model_free`](Self::model_free) has
-    /// run; nothing otherwise.
+    /// Under the model checkers, fails the model if
+    /// [`model_free`](Self::model_free) has run; nothing otherwise.
     #[inline(always)]
     fn alive(&self) {
-        #[cfg(hybrid_sync_loom)]
+        #[cfg(any(hybrid_sync_loom, hybrid_sync_shuttle))]
         assert!(
             // Relaxed: as in `model_free`.
             !self.freed.load(core::sync::atomic::Ordering::Relaxed),
             "a LockRef's word touched after its last owner freed it"
         );
+    }
+
+    /// Makes one access of the word, checking that the word is alive as
+    /// the access takes effect, as closely as each model checker allows.
+    /// loom switches threads just before an access, so a free made at that
+    /// switch comes before the access: the check follows the access (a
+    /// check before it would pass, and a release that went on from its
+    /// `fetch_sub` straight to `dispatch`'s load of the word got through
+    /// such a check). shuttle switches both before and after an access, so
+    /// a check after the release's own last access would see a free made
+    /// at the switch that follows it, which is legal: there the check comes
+    /// before, and catches a free made at the switch after the previous
+    /// access.
+    #[inline(always)]
+    fn seen<R>(&self, access: impl FnOnce() -> R) -> R {
+        #[cfg(hybrid_sync_shuttle)]
+        self.alive();
+        let result = access();
+        #[cfg(not(hybrid_sync_shuttle))]
+        self.alive();
+        result
     }
 }
 
@@ -355,22 +380,20 @@ impl Layout for Counted {
 
     #[inline(always)]
     fn load(&self, order: Ordering) -> u32 {
-        self.alive();
-        lock_half(self.word.load(order))
+        lock_half(self.seen(|| self.word.load(order)))
     }
 
     /// A compare-and-swap of the lock half: it fails only if the lock half
     /// differs from `current`, retrying while only the count moved under it.
     #[inline]
     fn compare_exchange(&self, current: u32, new: u32, success: Ordering, failure: Ordering) -> Result<u32, u32> {
-        self.alive();
-        let mut w = self.word.load(failure);
+        let mut w = self.seen(|| self.word.load(failure));
         loop {
             if lock_half(w) != current {
                 return Err(lock_half(w));
             }
             let next = (w & !LOCK_MASK) | u64::from(new);
-            match self.word.compare_exchange_weak(w, next, success, failure) {
+            match self.seen(|| self.word.compare_exchange_weak(w, next, success, failure)) {
                 Ok(_) => return Ok(current),
                 Err(actual) => w = actual,
             }
@@ -384,16 +407,14 @@ impl Layout for Counted {
 
     #[inline(always)]
     fn fetch_add(&self, v: u32, order: Ordering) -> u32 {
-        self.alive();
         // No carry into the count: the lock half never overflows.
-        lock_half(self.word.fetch_add(u64::from(v), order))
+        lock_half(self.seen(|| self.word.fetch_add(u64::from(v), order)))
     }
 
     #[inline(always)]
     fn fetch_sub(&self, v: u32, order: Ordering) -> u32 {
-        self.alive();
         // No borrow from the count: the lock half holds `v` (the caller's).
-        let old = lock_half(self.word.fetch_sub(u64::from(v), order));
+        let old = lock_half(self.seen(|| self.word.fetch_sub(u64::from(v), order)));
         debug_assert!(old >= v, "lock half {old:#x} does not hold {v:#x}");
         old
     }
@@ -402,16 +423,15 @@ impl Layout for Counted {
     /// `compare_exchange`, which retries on count changes): one load here.
     #[inline(always)]
     fn fetch_sub_unless(&self, v: u32, stop: impl Fn(u32) -> bool, success: Ordering) -> Result<u32, u32> {
-        self.alive();
         // Relaxed loads: each only feeds the compare-and-swap, which checks
         // the whole word (the count beside the lock half included).
-        let mut w = self.word.load(Ordering::Relaxed);
+        let mut w = self.seen(|| self.word.load(Ordering::Relaxed));
         loop {
             if stop(lock_half(w)) {
                 return Err(lock_half(w));
             }
             // No borrow from the count: the lock half holds `v`.
-            match self.word.compare_exchange_weak(w, w - u64::from(v), success, Ordering::Relaxed) {
+            match self.seen(|| self.word.compare_exchange_weak(w, w - u64::from(v), success, Ordering::Relaxed)) {
                 Ok(old) => return Ok(lock_half(old)),
                 Err(actual) => w = actual,
             }
@@ -420,8 +440,7 @@ impl Layout for Counted {
 
     #[inline(always)]
     fn fetch_and(&self, v: u32, order: Ordering) -> u32 {
-        self.alive();
-        lock_half(self.word.fetch_and(u64::from(v) | !LOCK_MASK, order))
+        lock_half(self.seen(|| self.word.fetch_and(u64::from(v) | !LOCK_MASK, order)))
     }
 
     #[inline(always)]

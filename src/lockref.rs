@@ -934,11 +934,18 @@ impl<T: ?Sized + fmt::Display> fmt::Display for LockRefGuard<'_, T> {
 /// `Arc<Mutex<T>>` is, with the `Arc`'s count and the mutex's lock in one
 /// 64-bit word ([`LockRef`]).
 ///
-/// `clone` is one lockless compare-and-swap (`get`), and `drop` one more
-/// (`put`), except for the last handle, whose drop takes the lock, marks
-/// the count dead and frees the value. The value is reached through
-/// [`lock`](Self::lock) (threads) or [`lock_async`](Self::lock_async)
-/// (tasks), with the same short-section rules as [`LockRef`].
+/// `clone` is one compare-and-swap on the count half of the word and
+/// `drop` one atomic subtraction, as `Arc`'s are, whether or not the lock is
+/// held: a handle is cloned or dropped without waiting for the lock, as an
+/// `Arc` is beside the `Mutex` in it. (Unlike [`LockRef::get`] and
+/// [`LockRef::put`], which wait for a held lock: a `LockRef`'s holder may
+/// read or change the count, but a handle's count belongs to the handles.)
+/// So a thread may clone and drop handles while it holds the lock, and a
+/// task may while another task holds it across `.await`, where waiting
+/// for the lock would deadlock. The last handle's drop frees the value.
+/// The value is reached through [`lock`](Self::lock) (threads) or
+/// [`lock_async`](Self::lock_async) (tasks), with the same short-section
+/// rules as [`LockRef`].
 ///
 /// # Examples
 ///
@@ -1106,33 +1113,64 @@ impl<T: ?Sized> LockArc<T> {
 }
 
 impl<T: ?Sized> Clone for LockArc<T> {
-    /// A new handle: one lockless increment while the lock is free.
+    /// A new handle: one compare-and-swap on the count, made whether or not
+    /// the lock is held (see [`LockArc`]).
     ///
     /// # Panics
     ///
     /// If [`MAX_COUNT`] handles exist already.
     #[inline]
+    #[track_caller]
     fn clone(&self) -> Self {
-        self.inner().get();
-        LockArc { inner: self.inner, _owns: PhantomData }
+        let word = self.inner().word();
+        // Relaxed: a new handle made from one we hold publishes and reads
+        // nothing (`Arc::clone`'s argument); the CAS validates the count.
+        let mut w = word.load(Ordering::Relaxed);
+        loop {
+            let count = count_half(w);
+            // A live handle (ours) keeps the count above 0 and below DEAD.
+            debug_assert!(count > 0 && count <= MAX_COUNT, "a LockArc's count of {count}");
+            if count >= MAX_COUNT {
+                panic!("LockArc::clone: handle count overflow ({MAX_COUNT} handles exist, MAX_COUNT)");
+            }
+            // Relaxed: as the load. Only the count half changes: the lock
+            // half's compare-and-swaps retry when the count moves under them.
+            match word.compare_exchange_weak(w, w + ONE, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => return LockArc { inner: self.inner, _owns: PhantomData },
+                Err(actual) => w = actual,
+            }
+        }
     }
 }
 
 impl<T: ?Sized> Drop for LockArc<T> {
     #[inline]
     fn drop(&mut self) {
-        let Some(mut last) = self.inner().put_or_lock() else { return };
-        // The last handle: nobody can take a new one (handles are only made
-        // from handles), so the count is 1. Mark it dead under the lock, as
-        // the kernel tears down a dentry, then free.
-        debug_assert_eq!(last.count(), 1);
-        last.mark_dead();
-        drop(last);
+        // Release: this handle's uses of the value (its locks, released
+        // before the handle could be dropped, since guards and lock futures
+        // borrow it) happen before the last handle's drop frees it, as
+        // `Arc`'s drop orders them. Only the count half changes.
+        let old = self.inner().word().fetch_sub(ONE, Ordering::Release);
+        debug_assert!(count_half(old) > 0 && count_half(old) <= MAX_COUNT, "a LockArc's count of {}", count_half(old));
+        if count_half(old) != 1 {
+            return;
+        }
+        // The last handle: no other handle exists, so no guard, lock future,
+        // waiter or spinner does (each borrows a handle), and the lock is
+        // free. Acquire: pairs with the other handles' Release above.
+        self.inner().acquire_fence();
+        // Under shuttle, the memory stays and the lock's code may not touch
+        // its word any more (`tests/shuttle.rs` drops handles while releases
+        // are in flight): a touch fails the test instead of reading freed
+        // memory.
+        #[cfg(hybrid_sync_shuttle)]
+        self.inner().raw.layout().model_free();
         // SAFETY: the allocation came from `Box::leak` in `new`; this was the
-        // last handle, the lock is free again and nothing else refers to it:
-        // a handle's drop that decremented under the lock and may still be
-        // inside its release touches nothing of the `LockRef` any more
-        // ("Freeing after the last reference" on `LockRef`).
+        // last handle, and every other handle's drop, with all its uses of
+        // the lock before it (the last of them a release, which touches the
+        // word for the last time before it returns), happened before this
+        // point (the fence above).
+        #[cfg(not(hybrid_sync_shuttle))]
         drop(unsafe { Box::from_raw(self.inner.as_ptr()) });
     }
 }
@@ -1155,8 +1193,8 @@ impl<T: ?Sized + fmt::Debug> fmt::Debug for LockArc<T> {
 pub struct LockArcGuard<'a, T: ?Sized>(LockRefGuard<'a, T>);
 
 impl<T: ?Sized> LockArcGuard<'_, T> {
-    /// How many handles exist (stable while the guard is held: a clone or
-    /// drop of a handle waits for the lock).
+    /// How many handles exist: a snapshot, as [`LockArc::count`] (handles
+    /// are cloned and dropped without waiting for the lock).
     ///
     /// # Examples
     ///

@@ -441,6 +441,85 @@ fn lock_arc_counts_handles_and_frees_once() {
     assert_eq!(drops.load(SeqCst), 1);
 }
 
+/// Runs `f` on a thread of its own and fails, rather than hangs, if it
+/// does not return within a minute.
+fn within_a_minute(what: &str, f: impl FnOnce() + Send + 'static) {
+    let (done, finished) = std::sync::mpsc::channel();
+    let t = thread::spawn(move || {
+        f();
+        done.send(()).unwrap();
+    });
+    match finished.recv_timeout(std::time::Duration::from_secs(60)) {
+        Ok(()) => t.join().unwrap(),
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => std::panic::resume_unwind(t.join().unwrap_err()),
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => panic!("{what}: still waiting after a minute (deadlocked)"),
+    }
+}
+
+/// A handle is cloned and dropped without waiting for the lock, as an
+/// `Arc<Mutex<T>>` is: by the thread that holds the lock (which would wait
+/// for itself), and by a task while another task on the same
+/// current-thread runtime holds the lock across `.await` (which would wait
+/// for a task that cannot run until it returns). Both deadlocked while a
+/// clone was `LockRef::get`, which waits for a held lock.
+#[test]
+fn lock_arc_clones_and_drops_handles_beside_a_held_lock() {
+    within_a_minute("a clone by the lock's holder", || {
+        let a = LockArc::new(0u32);
+        let mut g = a.lock();
+        let b = a.clone();
+        assert_eq!(g.count(), 2);
+        *g += 1;
+        drop(b);
+        assert_eq!(g.count(), 1);
+        drop(g);
+        assert_eq!((LockArc::count(&a), *a.lock()), (1, 1));
+    });
+    within_a_minute("a clone beside a guard held across .await", || {
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        rt.block_on(async {
+            let a = LockArc::new(0u32);
+            let holder = async {
+                let mut g = a.lock_async().await;
+                tokio::task::yield_now().await;
+                *g += 1;
+            };
+            let cloner = async {
+                let b = a.clone();
+                tokio::task::yield_now().await;
+                drop(b.clone());
+                drop(b);
+            };
+            futures::join!(holder, cloner);
+            assert_eq!((LockArc::count(&a), *a.lock_async().await), (1, 1));
+        });
+    });
+    // Threads cloning and dropping handles while others hold the lock, the
+    // last handle dropped by whichever thread ends last: freed once.
+    let drops = Arc::new(AtomicUsize::new(0));
+    let root = LockArc::new(CountsDrops(drops.clone()));
+    thread::scope(|s| {
+        for i in 0..4 {
+            let mine = root.clone();
+            s.spawn(move || {
+                for _ in 0..iters(2_000) {
+                    let g = mine.lock();
+                    let c = mine.clone();
+                    if i % 2 == 0 {
+                        drop(g);
+                        drop(c);
+                    } else {
+                        drop(c);
+                        drop(g);
+                    }
+                }
+            });
+        }
+        drop(root);
+    });
+    assert_eq!(drops.load(SeqCst), 1);
+}
+
 #[tokio::test]
 async fn lock_arc_async() {
     let a = LockArc::new(vec![1]);

@@ -24,7 +24,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::task::{Context, Poll};
 
-use hybrid_sync::{LockRef, Mutex, RwLock};
+use hybrid_sync::{LockArc, LockRef, Mutex, RwLock};
 use shuttle::scheduler::{PctScheduler, RandomScheduler};
 use shuttle::{Config, Runner, future, thread};
 
@@ -392,6 +392,81 @@ fn lockref_get_put_vs_lock() {
         // 3 tasks +1 +1.
         assert_eq!(r.count(), 1 + 2 + 2 + 6);
         assert_eq!(*r.lock(), 5);
+    });
+}
+
+/// Gives a reference to `r` back the way the kernel's dentries (and
+/// `LockArc` before 2026-12-07) do: the last one, which `put_or_lock`
+/// returns with the lock held, marks `r` dead, releases the lock and frees
+/// `r`. Here the free only marks it freed (the memory stays), and any later
+/// touch of its word by the lock's code fails the test ("a LockRef's word
+/// touched after its last owner freed it").
+fn put_reference(r: &LockRef<u64>) {
+    if let Some(mut last) = r.put_or_lock() {
+        last.mark_dead();
+        drop(last);
+        hybrid_sync::__testing::lockref_freed(r);
+    }
+}
+
+/// References to a `LockRef` given back while the lock is held and waited
+/// for, one wait cancelled as soon as it has queued: a reference given back
+/// while the lock is held is given up under the lock (`put_or_lock`), whose
+/// release then finds the task's wait queued or just gone, and the last
+/// reference's owner may free the `LockRef` as soon as it has released the
+/// lock. No release may touch it afterwards. The loom model
+/// `lockref_release_touches_no_word_its_last_owner_freed` checks one such
+/// release exhaustively up to its preemption bound; this scenario adds a
+/// thread and random schedules. Neither reaches the release that finds the
+/// waiters gone once it holds the queue lock (`RawRwLock::release_queued`'s
+/// early return): loom's search skips it (its DPOR keeps only the last
+/// access of an atomic), and here it takes a whole lock, mark and release
+/// between two accesses of the word, which 100,000 PCT schedules of depth
+/// 4 did not reach (docs/checks.md).
+#[test]
+fn lockref_last_reference_frees() {
+    check(|| {
+        let r: &'static LockRef<u64> = Box::leak(Box::new(LockRef::with_count(3, 0)));
+        let g = r.lock();
+        let thread = thread::spawn(move || put_reference(r));
+        let task = future::spawn(async move {
+            // One poll: a wait cancelled as soon as it has queued.
+            poll_at_most(async { drop(r.lock_async().await) }, 1).await;
+            put_reference(r);
+        });
+        drop(g);
+        put_reference(r);
+        join_all(vec![thread], vec![task]);
+    });
+}
+
+/// `LockArc` handles cloned and dropped beside a held lock and a
+/// cancelled wait: whoever drops the last handle frees it (in this build
+/// its drop marks it freed and keeps the memory), and no release of a lock
+/// taken through another handle may touch it afterwards.
+#[test]
+fn lockarc_last_handle_frees() {
+    check(|| {
+        let a = LockArc::new(0u64);
+        let g = a.lock();
+        let thread = {
+            let b = a.clone();
+            thread::spawn(move || {
+                *b.lock() += 1;
+                drop(b);
+            })
+        };
+        let task = {
+            let t = a.clone();
+            future::spawn(async move {
+                // One poll: a wait cancelled as soon as it has queued.
+                poll_at_most(async { drop(t.lock_async().await) }, 1).await;
+                drop(t);
+            })
+        };
+        drop(g);
+        drop(a);
+        join_all(vec![thread], vec![task]);
     });
 }
 

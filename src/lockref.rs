@@ -80,6 +80,13 @@ const CMPXCHG_LOOPS: u32 = 100;
 /// `block_in_place`, so that the worker's other tasks (among them, perhaps,
 /// a `lock_async` waiter the lock was just handed to) keep running.
 ///
+/// A count operation waits for a held lock, so the holder of a guard must
+/// not call one on the same `LockRef`: it would wait for itself, as a
+/// second lock of a `parking_lot` mutex does. Under the lock, read and
+/// change the count through the guard ([`LockRefGuard::count`],
+/// [`LockRefGuard::set_count`]). ([`LockArc`]'s handles are counted
+/// without the lock, and have no such rule.)
+///
 /// On a current-thread runtime (or a `LocalSet`) there is no other thread
 /// to run them: there, take the lock from tasks with either `lock_async` or
 /// the blocking methods, not both, and never hold a guard across `.await`
@@ -934,8 +941,8 @@ impl<T: ?Sized + fmt::Display> fmt::Display for LockRefGuard<'_, T> {
 /// `Arc<Mutex<T>>` is, with the `Arc`'s count and the mutex's lock in one
 /// 64-bit word ([`LockRef`]).
 ///
-/// `clone` is one compare-and-swap on the count half of the word and
-/// `drop` one atomic subtraction, as `Arc`'s are, whether or not the lock is
+/// `clone` is one atomic add on the count half of the word and `drop` one
+/// atomic subtraction, as `Arc`'s are, whether or not the lock is
 /// held: a handle is cloned or dropped without waiting for the lock, as an
 /// `Arc` is beside the `Mutex` in it. (Unlike [`LockRef::get`] and
 /// [`LockRef::put`], which wait for a held lock: a `LockRef`'s holder may
@@ -1113,8 +1120,8 @@ impl<T: ?Sized> LockArc<T> {
 }
 
 impl<T: ?Sized> Clone for LockArc<T> {
-    /// A new handle: one compare-and-swap on the count, made whether or not
-    /// the lock is held (see [`LockArc`]).
+    /// A new handle: one atomic add on the count, made whether or not the
+    /// lock is held (see [`LockArc`]).
     ///
     /// # Panics
     ///
@@ -1122,24 +1129,24 @@ impl<T: ?Sized> Clone for LockArc<T> {
     #[inline]
     #[track_caller]
     fn clone(&self) -> Self {
-        let word = self.inner().word();
-        // Relaxed: a new handle made from one we hold publishes and reads
-        // nothing (`Arc::clone`'s argument); the CAS validates the count.
-        let mut w = word.load(Ordering::Relaxed);
-        loop {
-            let count = count_half(w);
-            // A live handle (ours) keeps the count above 0 and below DEAD.
-            debug_assert!(count > 0 && count <= MAX_COUNT, "a LockArc's count of {count}");
-            if count >= MAX_COUNT {
-                panic!("LockArc::clone: handle count overflow ({MAX_COUNT} handles exist, MAX_COUNT)");
-            }
-            // Relaxed: as the load. Only the count half changes: the lock
-            // half's compare-and-swaps retry when the count moves under them.
-            match word.compare_exchange_weak(w, w + ONE, Ordering::Relaxed, Ordering::Relaxed) {
-                Ok(_) => return LockArc { inner: self.inner, _owns: PhantomData },
-                Err(actual) => w = actual,
-            }
+        // One add, as `Arc::clone`'s: under contention a compare-and-swap
+        // loop retries, an add never does. Relaxed: a new handle made from
+        // one we hold publishes and reads nothing (`Arc::clone`'s argument).
+        // Only the count half changes: the lock half's compare-and-swaps
+        // retry when the count moves under them.
+        let old = count_half(self.inner().word().fetch_add(ONE, Ordering::Relaxed));
+        // A live handle (ours) keeps the count above 0; at most MAX_COUNT
+        // before the add, since every add past it is taken back.
+        debug_assert!(old > 0, "a LockArc's count of {old}");
+        if old >= MAX_COUNT {
+            // Taken back before the panic: the count past MAX_COUNT is seen
+            // only while MAX_COUNT handles exist already (8 bytes each, 16
+            // GiB of them), as `Arc` lets its count pass its limit before it
+            // aborts. Relaxed: as the add.
+            self.inner().word().fetch_sub(ONE, Ordering::Relaxed);
+            panic!("LockArc::clone: handle count overflow ({MAX_COUNT} handles exist, MAX_COUNT)");
         }
+        LockArc { inner: self.inner, _owns: PhantomData }
     }
 }
 
@@ -1151,7 +1158,7 @@ impl<T: ?Sized> Drop for LockArc<T> {
         // borrow it) happen before the last handle's drop frees it, as
         // `Arc`'s drop orders them. Only the count half changes.
         let old = self.inner().word().fetch_sub(ONE, Ordering::Release);
-        debug_assert!(count_half(old) > 0 && count_half(old) <= MAX_COUNT, "a LockArc's count of {}", count_half(old));
+        debug_assert!(count_half(old) > 0, "a LockArc's count of 0");
         if count_half(old) != 1 {
             return;
         }

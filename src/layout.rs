@@ -81,11 +81,11 @@ pub(crate) trait Layout: Sync {
     /// give its reference up under the lock (`put_or_lock`'s decrement when
     /// the lockless one finds the lock held, `LockRefGuard::set_count`),
     /// and once it releases, the last reference's owner may free the
-    /// `LockRef` (`LockArc`'s drop). An [`Inline`] lock is reached only
-    /// through borrows that outlive each release (a guard borrows its lock,
-    /// an owned guard holds an `Arc` until it has unlocked), as with the
-    /// kernel's mutexes, whose `mutex_unlock` may also touch the lock after
-    /// another task took it.
+    /// `LockRef` (as the kernel frees a dentry). An [`Inline`] lock is
+    /// reached only through borrows that outlive each release (a guard
+    /// borrows its lock, an owned guard holds an `Arc` until it has
+    /// unlocked), as with the kernel's mutexes, whose `mutex_unlock` may also
+    /// touch the lock after another task took it.
     const FREED_ONCE_RELEASED: bool;
 }
 
@@ -315,9 +315,9 @@ impl Counted {
     }
 
     /// Under the model checkers: marks the word freed, as the owner of the
-    /// last reference frees a `LockRef` (`LockArc`'s drop, which under
-    /// shuttle calls this and keeps the memory; the kernel's dentry
-    /// teardown). The memory stays, and any later access of the word by the
+    /// last reference frees a `LockRef` (the kernel's dentry teardown;
+    /// under shuttle, `LockArc`'s drop and `__testing::lockref_freed` call
+    /// this and keep the memory). The memory stays, and any later access of the word by the
     /// lock's code fails the model. The queue is left out: in a real build
     /// it is a bucket of the static table, which outlives every lock (a
     /// model cannot have statics, so there it sits beside the word).

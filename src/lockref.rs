@@ -64,8 +64,8 @@ const CMPXCHG_LOOPS: u32 = 100;
 /// the last reference may free the memory as soon as it has released the
 /// lock, even while the thread that held the lock before it is still
 /// inside its release (having given its reference up under the lock), as
-/// [`LockArc`]'s drop does and the kernel's dentries do after
-/// `spin_unlock`. A lookup that holds no reference yet
+/// the kernel's dentries are freed after `spin_unlock` (and as `LockArc`'s
+/// drop was until its handles were counted without the lock). A lookup that holds no reference yet
 /// ([`get_not_dead`](Self::get_not_dead)) must keep the memory alive by
 /// other means while it runs, as the kernel's RCU does.
 ///

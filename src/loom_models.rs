@@ -660,8 +660,8 @@ fn lockref_get_not_dead_vs_mark_dead() {
 }
 
 /// Two last-reference drops race: exactly one is left holding the lock with
-/// the count at 1, as `LockArc`'s drop relies on. One drops from a task
-/// (`lock_async` is the queue the other may wait in).
+/// the count at 1, as a teardown relies on (the kernel's dentries). One
+/// drops from a task (`lock_async` is the queue the other may wait in).
 #[test]
 fn lockref_put_or_lock_race_and_async_lock() {
     let _g = handoff(false);
@@ -688,10 +688,11 @@ fn lockref_put_or_lock_race_and_async_lock() {
     });
 }
 
-/// Gives back a reference to `r` the way `LockArc`'s drop does: the last
-/// one, which `put_or_lock` returns with the lock held, marks the `LockRef`
-/// dead, releases the lock and frees it (here [`Counted::model_free`], after
-/// which the lock's code must not touch its word). Returns whether it freed.
+/// Gives back a reference to `r` the way the kernel's dentries are (and
+/// `LockArc`'s handles were, until 2026-12-07): the last one, which
+/// `put_or_lock` returns with the lock held, marks the `LockRef` dead,
+/// releases the lock and frees it (here [`Counted::model_free`], after which
+/// the lock's code must not touch its word). Returns whether it freed.
 ///
 /// [`Counted::model_free`]: crate::layout::Counted::model_free
 fn drop_reference(r: &LockRef<()>) -> bool {
@@ -703,8 +704,8 @@ fn drop_reference(r: &LockRef<()>) -> bool {
 }
 
 /// A `LockRef` may be freed by whoever drops its last reference, as soon as
-/// that thread has released the lock (`LockArc`'s drop; the kernel's
-/// dentries). So a release must not touch the word once another thread
+/// that thread has released the lock (the kernel's dentries; `LockArc`'s
+/// drop until 2026-12-07). So a release must not touch the word once another thread
 /// could have freed it. The path this checks: this thread gives its
 /// reference up under the lock (as `put_or_lock` does when the lockless
 /// decrement finds the lock held) and releases the lock with a task's

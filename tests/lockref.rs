@@ -420,24 +420,44 @@ fn lock_arc_counts_handles_and_frees_once() {
     drop(b);
     assert_eq!(drops.load(SeqCst), 1);
 
-    // Many threads cloning and dropping; the value is freed exactly once.
+    // Many threads cloning and dropping, half the time under the lock (a
+    // handle's count does not wait for it), the last handle dropped by
+    // whichever thread ends last: the value is freed exactly once.
     let drops = Arc::new(AtomicUsize::new(0));
     let root = LockArc::new(CountsDrops(drops.clone()));
     thread::scope(|s| {
-        for _ in 0..4 {
+        for i in 0..4 {
             let mine = root.clone();
             s.spawn(move || {
-                for _ in 0..iters(10_000) {
+                for j in 0..iters(10_000) {
                     let c = mine.clone();
-                    drop(mine.clone());
-                    drop(c);
+                    if j % 2 == 0 {
+                        drop(mine.clone());
+                        drop(c);
+                    } else {
+                        let g = mine.lock();
+                        drop(mine.clone());
+                        // Either order: the handle's drop or the unlock first.
+                        if i % 2 == 0 {
+                            drop(g);
+                            drop(c);
+                        } else {
+                            drop(c);
+                            drop(g);
+                        }
+                    }
                 }
-                let _g = mine.lock();
             });
         }
     });
     assert_eq!(LockArc::count(&root), 1);
-    drop(root);
+    thread::scope(|s| {
+        for _ in 0..2 {
+            let mine = root.clone();
+            s.spawn(move || drop(mine));
+        }
+        drop(root);
+    });
     assert_eq!(drops.load(SeqCst), 1);
 }
 
@@ -494,30 +514,6 @@ fn lock_arc_clones_and_drops_handles_beside_a_held_lock() {
             assert_eq!((LockArc::count(&a), *a.lock_async().await), (1, 1));
         });
     });
-    // Threads cloning and dropping handles while others hold the lock, the
-    // last handle dropped by whichever thread ends last: freed once.
-    let drops = Arc::new(AtomicUsize::new(0));
-    let root = LockArc::new(CountsDrops(drops.clone()));
-    thread::scope(|s| {
-        for i in 0..4 {
-            let mine = root.clone();
-            s.spawn(move || {
-                for _ in 0..iters(2_000) {
-                    let g = mine.lock();
-                    let c = mine.clone();
-                    if i % 2 == 0 {
-                        drop(g);
-                        drop(c);
-                    } else {
-                        drop(c);
-                        drop(g);
-                    }
-                }
-            });
-        }
-        drop(root);
-    });
-    assert_eq!(drops.load(SeqCst), 1);
 }
 
 #[tokio::test]

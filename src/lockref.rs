@@ -65,9 +65,10 @@ const CMPXCHG_LOOPS: u32 = 100;
 /// lock, even while the thread that held the lock before it is still
 /// inside its release (having given its reference up under the lock), as
 /// the kernel's dentries are freed after `spin_unlock` (and as `LockArc`'s
-/// drop was until its handles were counted without the lock). A lookup that holds no reference yet
-/// ([`get_not_dead`](Self::get_not_dead)) must keep the memory alive by
-/// other means while it runs, as the kernel's RCU does.
+/// drop was until its handles were counted without the lock). A lookup
+/// that holds no reference yet ([`get_not_dead`](Self::get_not_dead)) must
+/// keep the memory alive by other means while it runs, as the kernel's RCU
+/// does.
 ///
 /// # The lock is for short critical sections
 ///

@@ -705,13 +705,16 @@ fn drop_reference(r: &LockRef<()>) -> bool {
 
 /// A `LockRef` may be freed by whoever drops its last reference, as soon as
 /// that thread has released the lock (the kernel's dentries; `LockArc`'s
-/// drop until 2026-12-07). So a release must not touch the word once another thread
-/// could have freed it. The path this checks: this thread gives its
-/// reference up under the lock (as `put_or_lock` does when the lockless
-/// decrement finds the lock held) and releases the lock with a task's
-/// future queued behind it. Before that release gets to the queue, the
-/// task drops its future and then its reference, the last: it takes the
-/// lock, marks the `LockRef` dead and frees it.
+/// drop until 2026-12-07). So a release must not touch the word once
+/// another thread could have freed it. The path this checks: this thread
+/// gives its reference up under the lock (as `put_or_lock` does when the
+/// lockless decrement finds the lock held) and releases the lock with a
+/// task's future queued behind it. Before that release gets to the queue,
+/// the task drops its future and then its reference, the last: it takes
+/// the lock, marks the `LockRef` dead and frees it. (A release that went on
+/// to dispatch with the queue emptied would touch the word only after the
+/// task's free if loom scheduled the free into that window, which it does
+/// not: `dispatch`'s check that waiters pin the lock fails it instead.)
 #[test]
 fn lockref_release_touches_no_word_its_last_owner_freed() {
     let _g = handoff(false);
@@ -736,6 +739,44 @@ fn lockref_release_touches_no_word_its_last_owner_freed() {
         held.set_count(held.count() - 1);
         drop(held);
         assert!(task.join().unwrap(), "the task's reference is the last");
+    });
+}
+
+/// `LockArc`'s last handle frees the value, as `Arc`'s does, and the
+/// other handles' uses of it happen before the free. A thread writes the
+/// value under the lock and drops its handle while this thread drops its
+/// own; whichever drop is the last drops the value, whose `Drop` reads it.
+/// The drops are `Release` subtractions and the last one's `Acquire` fence
+/// pairs with them, as in `Arc`'s drop: without the fence, the read in the
+/// value's `Drop` races the thread's write, which loom's cell reports
+/// (checked: it fails there). Neither drop waits for the lock: ours may
+/// come while the thread holds it.
+#[test]
+fn lockarc_last_handle_sees_every_use() {
+    struct Value(UnsafeCell<usize>);
+    impl Drop for Value {
+        fn drop(&mut self) {
+            // SAFETY: dropped with the last handle, when no other handle
+            // exists to reach the value.
+            let v = self.0.with(|v| unsafe { *v });
+            assert_eq!(v, 1, "the write made under the lock, lost");
+        }
+    }
+    let _g = handoff(false);
+    model(|| {
+        let ours = crate::LockArc::new(Value(UnsafeCell::new(0)));
+        let theirs = ours.clone();
+        let t = thread::spawn(move || {
+            let g = theirs.lock();
+            // SAFETY: under the lock, which every access of the value takes.
+            g.0.with_mut(|v| unsafe { *v = 1 });
+            drop(g);
+            drop(theirs);
+        });
+        // Before, during or after the thread's critical section: whichever
+        // drop comes last frees the value.
+        drop(ours);
+        t.join().unwrap();
     });
 }
 

@@ -528,6 +528,14 @@ impl<L: Layout> RawRwLock<L> {
             }
             // Pinned by the waiters (above) for as long as we hold `q`, and
             // `dispatch` touches nothing of the lock after its last grant.
+            // With nobody queued, nothing would pin it: the word `dispatch`
+            // reads could be freed memory already. `WAITERS` in `old` rules
+            // that out (Invariant 1); it is checked all the same, because
+            // the model checkers find a queue emptied before this point at
+            // once but a free inside the window after it seldom or never
+            // (docs/checks.md).
+            #[cfg(any(debug_assertions, hybrid_sync_loom, hybrid_sync_shuttle))]
+            assert!(!q.is_empty(), "a released lock dispatched with nobody queued to pin it");
             self.dispatch(&mut q, &mut wakes)
         };
         wakes.wake_all();

@@ -151,7 +151,12 @@
 //! * A reference count that must agree with a lock (a cache entry that
 //!   lookups may only take while it is live, torn down under the lock when
 //!   the last reference goes): [`LockRef`]. Just a shared count: `Arc` or an
-//!   atomic is cheaper still.
+//!   atomic is cheaper still. A `LockRef` may also be freed by whoever
+//!   drops the last reference as soon as it has released the lock, even
+//!   while another thread is still inside its own release; [`Mutex`] and
+//!   [`RwLock`], like tokio's locks and the kernel's mutexes, may touch
+//!   their memory until each unlock returns (which safe code cannot
+//!   observe: a guard borrows its lock).
 //! * A guard held across `.await`, threads and tasks sharing a lock, or
 //!   tasks contending hard: this crate. Compared with tokio's locks, the
 //!   uncontended path is one atomic operation and the contended path spins

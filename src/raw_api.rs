@@ -54,6 +54,22 @@ use crate::state::Kind;
 /// assert_eq!(*reader, "ab");
 /// assert!(lock.try_read().is_some());
 /// ```
+///
+/// # Freeing a lock after its unlock
+///
+/// One difference from `parking_lot`'s raw locks: an unlock that finds
+/// waiters may still touch the lock's memory (its wait queue and word)
+/// after another thread has taken the lock, as `tokio::sync`'s locks and
+/// the kernel's mutexes do. `parking_lot` releases a contended lock under
+/// its global table's lock, and std's (on Linux) only hands the futex's
+/// address to the kernel afterwards, so either may be freed by a thread
+/// that takes it as soon as an unlock has let it in. Safe code cannot tell the difference, since a
+/// `lock_api` guard borrows its lock until its unlock has returned. Unsafe
+/// code that keeps an object's reference count under the object's own lock
+/// and frees the object when the count reaches zero (the kernel's dentries,
+/// C's `pthread_mutex` idiom) should use [`LockRef`](crate::LockRef) for
+/// it, whose releases touch nothing of the lock once another thread could
+/// free it, or keep the count out of the lock, as `Arc` does.
 pub struct RawRwLock(raw::RawRwLock);
 
 /// The hybrid mutex with no data, for `lock_api::Mutex<RawMutex, T>`.
@@ -72,6 +88,12 @@ pub struct RawRwLock(raw::RawRwLock);
 /// *m.lock() += 1;
 /// assert_eq!(m.into_inner(), 1);
 /// ```
+///
+/// # Freeing a lock after its unlock
+///
+/// As for [`RawRwLock`](RawRwLock#freeing-a-lock-after-its-unlock): an
+/// unlock may touch the lock after another thread has taken it, where
+/// `parking_lot`'s does not.
 pub struct RawMutex(raw::RawRwLock);
 
 impl RawRwLock {

@@ -64,6 +64,27 @@ pub(crate) trait Layout: Sync {
         }
     }
     fn fetch_and(&self, v: u32, order: Ordering) -> u32;
+    /// For the model checkers, for a lock that may be freed once released
+    /// ([`FREED_ONCE_RELEASED`](Self::FREED_ONCE_RELEASED)): the calling
+    /// thread has just released the lock inside `RawRwLock::release_queued`,
+    /// and until [`model_release_end`](Self::model_release_end) it may touch
+    /// the word only while `pinned`, that is while queued waiters keep the
+    /// lock alive.
+    #[cfg(any(hybrid_sync_loom, hybrid_sync_shuttle))]
+    #[inline(always)]
+    fn model_release_begin(&self, _pinned: bool) {}
+    /// For the model checkers: the release that the calling thread began
+    /// ([`model_release_begin`](Self::model_release_begin)), if any, is
+    /// pinned no longer (it handed the lock over, or let the queue go).
+    #[cfg(any(hybrid_sync_loom, hybrid_sync_shuttle))]
+    #[inline(always)]
+    fn model_unpinned(&self) {}
+    /// For the model checkers: the calling thread's release is over, and
+    /// the thread's later touches are its own business again (it may hold a
+    /// reference still).
+    #[cfg(any(hybrid_sync_loom, hybrid_sync_shuttle))]
+    #[inline(always)]
+    fn model_release_end(&self) {}
     /// The most readers that may hold the lock at once.
     fn max_readers(&self) -> u32;
     /// The queue that holds this lock's waiters.
@@ -265,6 +286,17 @@ pub(crate) struct Counted {
     /// of the word.
     #[cfg(any(hybrid_sync_loom, hybrid_sync_shuttle))]
     freed: core::sync::atomic::AtomicBool,
+    /// Under the model checkers, the threads inside a release that gave the
+    /// lock up (`RawRwLock::release_queued`), each with whether queued
+    /// waiters pin the lock for it still (see
+    /// [`Layout::model_release_begin`]). A touch of the word by such a
+    /// thread while nothing pins the lock fails the model at once, where a
+    /// free would have to be scheduled into the window before that touch,
+    /// which loom's search does not always do (docs/checks.md). A std
+    /// mutex, for the reason `freed` is a `core` atomic: no scheduling
+    /// point.
+    #[cfg(any(hybrid_sync_loom, hybrid_sync_shuttle))]
+    releasing: std::sync::Mutex<Vec<(crate::loom::ThreadId, bool)>>,
 }
 
 /// How many shared queues [`Counted`] locks hash into. Only locks with
@@ -302,6 +334,8 @@ impl Counted {
             queue: WaitQueue::new(),
             #[cfg(any(hybrid_sync_loom, hybrid_sync_shuttle))]
             freed: core::sync::atomic::AtomicBool::new(false),
+            #[cfg(any(hybrid_sync_loom, hybrid_sync_shuttle))]
+            releasing: std::sync::Mutex::new(Vec::new()),
         }
     }
 
@@ -330,15 +364,31 @@ impl Counted {
     }
 
     /// Under the model checkers, fails the model if
-    /// [`model_free`](Self::model_free) has run; nothing otherwise.
+    /// [`model_free`](Self::model_free) has run, or if the calling thread is
+    /// inside a release that nothing pins any more
+    /// ([`Layout::model_release_begin`]); nothing otherwise.
     #[inline(always)]
     fn alive(&self) {
         #[cfg(any(hybrid_sync_loom, hybrid_sync_shuttle))]
-        assert!(
-            // Relaxed: as in `model_free`.
-            !self.freed.load(core::sync::atomic::Ordering::Relaxed),
-            "a LockRef's word touched after its last owner freed it"
-        );
+        {
+            assert!(
+                // Relaxed: as in `model_free`.
+                !self.freed.load(core::sync::atomic::Ordering::Relaxed),
+                "a LockRef's word touched after its last owner freed it"
+            );
+            let me = crate::loom::current_thread().id();
+            assert!(
+                !self.releasing().iter().any(|&(t, pinned)| t == me && !pinned),
+                "a LockRef's word touched by a release after nothing pinned the lock (its last owner could have freed it)"
+            );
+        }
+    }
+
+    /// The threads inside a release (the models' bookkeeping).
+    #[cfg(any(hybrid_sync_loom, hybrid_sync_shuttle))]
+    fn releasing(&self) -> std::sync::MutexGuard<'_, Vec<(crate::loom::ThreadId, bool)>> {
+        // A model that failed while holding it fails anyway.
+        self.releasing.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Makes one access of the word, checking that the word is alive as
@@ -441,6 +491,30 @@ impl Layout for Counted {
     #[inline(always)]
     fn fetch_and(&self, v: u32, order: Ordering) -> u32 {
         lock_half(self.seen(|| self.word.fetch_and(u64::from(v) | !LOCK_MASK, order)))
+    }
+
+    #[cfg(any(hybrid_sync_loom, hybrid_sync_shuttle))]
+    fn model_release_begin(&self, pinned: bool) {
+        let me = crate::loom::current_thread().id();
+        let mut releasing = self.releasing();
+        assert!(releasing.iter().all(|&(t, _)| t != me), "a release inside a release of the same lock");
+        releasing.push((me, pinned));
+    }
+
+    #[cfg(any(hybrid_sync_loom, hybrid_sync_shuttle))]
+    fn model_unpinned(&self) {
+        let me = crate::loom::current_thread().id();
+        for (t, pinned) in self.releasing().iter_mut() {
+            if *t == me {
+                *pinned = false;
+            }
+        }
+    }
+
+    #[cfg(any(hybrid_sync_loom, hybrid_sync_shuttle))]
+    fn model_release_end(&self) {
+        let me = crate::loom::current_thread().id();
+        self.releasing().retain(|&(t, _)| t != me);
     }
 
     #[inline(always)]

@@ -28,7 +28,7 @@ mod imp {
     pub(crate) use loom::cell::UnsafeCell;
     pub(crate) use loom::hint::spin_loop;
     pub(crate) use loom::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence};
-    pub(crate) use loom::thread::{Thread, current as current_thread, park, yield_now};
+    pub(crate) use loom::thread::{Thread, ThreadId, current as current_thread, park, yield_now};
 
     /// loom has no timed park; the model never retains the token (see
     /// `config::RETAIN_TOKEN`), so this is never reached there.
@@ -41,7 +41,7 @@ mod imp {
 mod imp {
     pub(crate) use shuttle::hint::spin_loop;
     pub(crate) use shuttle::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence};
-    pub(crate) use shuttle::thread::{Thread, current as current_thread, park, yield_now};
+    pub(crate) use shuttle::thread::{Thread, ThreadId, current as current_thread, park, yield_now};
 
     /// shuttle does not model time either (its `park_timeout` is `park`);
     /// the token is never retained under it, as under loom.

@@ -703,6 +703,27 @@ fn drop_reference(r: &LockRef<()>) -> bool {
     true
 }
 
+/// Two references to a `LockRef`, ours and a task's, whose future queues
+/// behind the lock we hold; then `task` runs on its thread while we give
+/// our reference up under the lock (as `put_or_lock` does when the
+/// lockless decrement finds the lock held) and release it. `task` returns
+/// whether it freed the `LockRef`, which it must: its reference is the
+/// last.
+fn release_beside_a_queued_task(task: impl FnOnce(&LockRef<()>) -> bool + Send + 'static) {
+    let r = Arc::new(LockRef::with_count(2, ()));
+    let mut held = r.lock();
+    let task = {
+        let r = r.clone();
+        thread::spawn(move || task(&r))
+    };
+    while r.raw.word() & crate::state::WAITERS == 0 {
+        thread::yield_now();
+    }
+    held.set_count(held.count() - 1);
+    drop(held);
+    assert!(task.join().unwrap(), "the task's reference is the last");
+}
+
 /// A `LockRef` may be freed by whoever drops its last reference, as soon as
 /// that thread has released the lock (the kernel's dentries; `LockArc`'s
 /// drop until 2026-12-07). So a release must not touch the word once
@@ -712,33 +733,56 @@ fn drop_reference(r: &LockRef<()>) -> bool {
 /// task's future queued behind it. Before that release gets to the queue,
 /// the task drops its future and then its reference, the last: it takes
 /// the lock, marks the `LockRef` dead and frees it. (A release that went on
-/// to dispatch with the queue emptied would touch the word only after the
-/// task's free if loom scheduled the free into that window, which it does
-/// not: `dispatch`'s check that waiters pin the lock fails it instead.)
+/// to dispatch with the queue emptied would touch the word after the task's
+/// free only if loom scheduled the free into that window, which it does
+/// not; `release_queued`'s check that waiters pin the lock, and `Counted`'s
+/// watch over releases that nothing pins, fail it instead.)
 #[test]
 fn lockref_release_touches_no_word_its_last_owner_freed() {
     let _g = handoff(false);
     model(|| {
-        // Two references: ours and the task's.
-        let r = Arc::new(LockRef::with_count(2, ()));
-        let mut held = r.lock();
-        let task = {
-            let r = r.clone();
-            thread::spawn(move || {
-                {
-                    let mut fut = pin!(r.lock_async());
-                    assert!(poll_once(fut.as_mut()).is_pending(), "the lock is held");
-                } // The future, dropped: it leaves the queue.
-                drop_reference(&r)
-            })
-        };
-        while r.raw.word() & crate::state::WAITERS == 0 {
-            thread::yield_now();
-        }
-        // Ours, given up under the lock.
-        held.set_count(held.count() - 1);
-        drop(held);
-        assert!(task.join().unwrap(), "the task's reference is the last");
+        release_beside_a_queued_task(|r| {
+            {
+                let mut fut = pin!(r.lock_async());
+                assert!(poll_once(fut.as_mut()).is_pending(), "the lock is held");
+            } // The future, dropped: it leaves the queue.
+            drop_reference(r)
+        });
+    });
+}
+
+/// The same free through a handoff: every release hands the lock to the
+/// head waiter, here the task's future, whose owner takes it up, marks the
+/// `LockRef` dead and frees it (its reference is the last), while the
+/// release that granted it may still be inside `dispatch`, which must touch
+/// nothing of the lock after its grant. loom does not schedule the free
+/// between the grant and a later touch (the task's own accesses of the word
+/// come between, and its search keeps only the last access of each atomic),
+/// so the touch is caught by `Counted`'s watch instead: from the grant on,
+/// a word touched by the release that made it fails the model (checked
+/// with a load of the word added after the grant: it fails here, and
+/// passed every model before the watch).
+#[test]
+fn lockref_handed_over_and_freed_while_the_release_dispatches() {
+    let _g = handoff(true);
+    model(|| {
+        release_beside_a_queued_task(|r| {
+            // Polled again and again, as a task that its other futures keep
+            // waking (a `select!`): it may see its grant while the release
+            // is still inside `dispatch`.
+            let mut fut = pin!(r.lock_async());
+            let mut last = loop {
+                if let Poll::Ready(guard) = poll_once(fut.as_mut()) {
+                    break guard;
+                }
+                thread::yield_now();
+            };
+            assert_eq!(last.count(), 1, "the task's reference is the last");
+            last.mark_dead();
+            drop(last);
+            r.raw.layout().model_free();
+            true
+        });
     });
 }
 

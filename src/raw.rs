@@ -519,11 +519,18 @@ impl<L: Layout> RawRwLock<L> {
             // Release: publishes the critical section to the next owner.
             let old = self.state.fetch_sub(WRITER, Ordering::Release);
             debug_assert!(is_write_locked(old), "write unlock of {:?}", Decoded(old));
+            // From here on, whoever holds the last reference may free the
+            // lock unless queued waiters pin it: the model checkers fail any
+            // touch of the word by this release while nothing does.
+            #[cfg(any(hybrid_sync_loom, hybrid_sync_shuttle))]
+            self.state.model_release_begin(!q.is_empty());
             // Nobody queued any more (the waiters left between our look at
             // the word and the queue lock: `WAITERS` is clear, Invariant 1),
             // or a woken head holds the token and takes over: the release
             // was our last touch of the lock.
             if !needs_wakeup(old) {
+                #[cfg(any(hybrid_sync_loom, hybrid_sync_shuttle))]
+                self.state.model_release_end();
                 return;
             }
             // Pinned by the waiters (above) for as long as we hold `q`, and
@@ -538,12 +545,17 @@ impl<L: Layout> RawRwLock<L> {
             assert!(!q.is_empty(), "a released lock dispatched with nobody queued to pin it");
             self.dispatch(&mut q, &mut wakes)
         };
+        // The queue let go: nothing pins the lock for us any more.
+        #[cfg(any(hybrid_sync_loom, hybrid_sync_shuttle))]
+        self.state.model_unpinned();
         wakes.wake_all();
         if more {
-            // Readers left over for the next round: still queued, still
-            // pinning the lock.
+            // Readers left over for the next round (never for a `LockRef`,
+            // which has no readers): still queued, still pinning the lock.
             self.release_slow();
         }
+        #[cfg(any(hybrid_sync_loom, hybrid_sync_shuttle))]
+        self.state.model_release_end();
     }
 
     /// Releases a lock of `kind`.
@@ -730,6 +742,10 @@ impl<L: Layout> RawRwLock<L> {
             // Release after this). Relaxed on failure: we only retry.
             match self.state.compare_exchange(s, new, Ordering::Acquire, Ordering::Relaxed) {
                 Ok(_) => {
+                    // The lock is the grantees' now: a release that gave it
+                    // up touches nothing of it from here on.
+                    #[cfg(any(hybrid_sync_loom, hybrid_sync_shuttle))]
+                    self.state.model_unpinned();
                     if kind == Kind::Write {
                         // Before the grantee can see its grant and clear it.
                         self.queue().set_grantee();

@@ -417,12 +417,15 @@ fn put_reference(r: &LockRef<u64>) {
 /// lock. No release may touch it afterwards. The loom model
 /// `lockref_release_touches_no_word_its_last_owner_freed` checks one such
 /// release exhaustively up to its preemption bound; this scenario adds a
-/// thread and random schedules. Neither reaches the release that finds the
-/// waiters gone once it holds the queue lock (`RawRwLock::release_queued`'s
-/// early return): loom's search skips it (its DPOR keeps only the last
-/// access of an atomic), and here it takes a whole lock, mark and release
-/// between two accesses of the word, which 100,000 PCT schedules of depth
-/// 4 did not reach (docs/checks.md).
+/// thread and random schedules. A free scheduled into the window before a
+/// stray touch is rare here (a whole lock, mark and release between two
+/// accesses of the word: 100,000 PCT schedules of depth 4 never made one)
+/// and never happens under loom (its DPOR keeps only the last access of an
+/// atomic), so the model builds also watch each release itself: a touch of
+/// the word by a release that nothing pins any more fails at once
+/// (`Layout::model_release_begin`; with `release_queued`'s early return
+/// dropped, this scenario and `lockref_get_put_vs_lock` fail on their first
+/// schedules; docs/checks.md).
 #[test]
 fn lockref_last_reference_frees() {
     check(|| {

@@ -328,6 +328,15 @@ pub(crate) fn add_handoff_spin(ns: u64) {
 
 /// The settings this build of hybrid-sync runs with, as returned by
 /// [`tuning()`]. Its `Display` is one line meant for a start-up log.
+///
+/// ```
+/// let t = hybrid_sync::tuning();
+/// // Under `fair` every unlock hands off, and the timeout plays no part.
+/// if !t.fair {
+///     assert!(t.handoff_timeout > std::time::Duration::ZERO);
+/// }
+/// assert!(t.to_string().starts_with("hybrid-sync: order="));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Tuning {

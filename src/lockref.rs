@@ -1197,6 +1197,14 @@ impl<T: ?Sized + fmt::Debug> fmt::Debug for LockArc<T> {
 
 /// The lock of a [`LockArc`], held. `!Send`, like [`LockRefGuard`]; unlike
 /// it, it cannot change the count, which belongs to the handles.
+///
+/// ```
+/// let hits = hybrid_sync::LockArc::new(0u64);
+/// let mut guard = hits.lock();
+/// *guard += 1;
+/// drop(guard);
+/// assert_eq!(*hits.lock(), 1);
+/// ```
 #[must_use = "if unused the LockArc unlocks at once"]
 pub struct LockArcGuard<'a, T: ?Sized>(LockRefGuard<'a, T>);
 

@@ -463,6 +463,32 @@ pub mod testing {
         crate::layout::bucket_index(lockref.queue_key())
     }
 
+    /// Adds `n` to `lock_arc`'s handle count, as if `n` clones had been
+    /// leaked, so that a test reaches [`MAX_COUNT`](crate::MAX_COUNT)
+    /// without 2^31 clones.
+    ///
+    /// # Panics
+    ///
+    /// If the count would pass `MAX_COUNT`.
+    pub fn lockarc_leak_handles<T: ?Sized>(lock_arc: &crate::LockArc<T>, n: u32) {
+        lock_arc.leak_handles(n);
+    }
+
+    /// Takes back `n` handles that [`lockarc_leak_handles`] added.
+    ///
+    /// # Panics
+    ///
+    /// If that would leave no handle: the last one goes by its drop.
+    ///
+    /// # Safety
+    ///
+    /// The caller leaked those `n` handles (with `lockarc_leak_handles` or
+    /// `mem::forget`) and none of them is used again.
+    pub unsafe fn lockarc_reclaim_handles<T: ?Sized>(lock_arc: &crate::LockArc<T>, n: u32) {
+        // SAFETY: forwarded.
+        unsafe { lock_arc.reclaim_handles(n) }
+    }
+
     /// Under shuttle: marks `lockref` freed, where its last owner would free
     /// it, so that any later touch of its word by the lock's code fails the
     /// test (`tests/shuttle.rs`; the memory itself stays).

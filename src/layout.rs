@@ -363,6 +363,17 @@ impl Counted {
         self.freed.store(true, core::sync::atomic::Ordering::Relaxed);
     }
 
+    /// Under loom, the free of a `LockRef` that the caller owns now
+    /// (`LockArc`'s last drop): loom checks a mutable access of an atomic
+    /// against every access of it, so the model fails unless each load,
+    /// store and read-modify-write of the word by any thread happened
+    /// before this point, as a free of the memory must. A plain `drop`
+    /// checks nothing (loom's atomics have no `Drop` of their own).
+    #[cfg(hybrid_sync_loom)]
+    pub(crate) fn model_dealloc(&mut self) {
+        self.word.with_mut(|_| ());
+    }
+
     /// Under the model checkers, fails the model if
     /// [`model_free`](Self::model_free) has run, or if the calling thread is
     /// inside a release that nothing pins any more

@@ -1120,6 +1120,40 @@ impl<T: ?Sized> LockArc<T> {
     }
 }
 
+impl<T: ?Sized> LockArc<T> {
+    /// Adds `n` to the handle count, as if `n` clones had been leaked: for
+    /// the tests of the count's limit, which 2^31 real clones would take
+    /// seconds to reach (`__testing::lockarc_leak_handles`).
+    pub(crate) fn leak_handles(&self, n: u32) {
+        self.move_count(|c| c.checked_add(n).filter(|&c| c <= MAX_COUNT), "leak_handles", n);
+    }
+
+    /// Takes back `n` handles that [`leak_handles`](Self::leak_handles)
+    /// added, never the last one.
+    ///
+    /// # Safety
+    /// The caller leaked those `n` handles and no longer counts on them.
+    pub(crate) unsafe fn reclaim_handles(&self, n: u32) {
+        self.move_count(|c| c.checked_sub(n).filter(|&c| c > 0), "reclaim_handles", n);
+    }
+
+    fn move_count(&self, update: impl Fn(u32) -> Option<u32>, what: &str, n: u32) {
+        let word = self.inner().word();
+        // Relaxed: a test's bookkeeping, ordered by the test's own joins.
+        let mut w = word.load(Ordering::Relaxed);
+        loop {
+            let Some(count) = update(count_half(w)) else {
+                panic!("LockArc {what}({n}) with a count of {}: out of 1..=MAX_COUNT", count_half(w));
+            };
+            let new = u64::from(lock_half(w)) | (u64::from(count) << COUNT_SHIFT);
+            match word.compare_exchange_weak(w, new, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => return,
+                Err(now) => w = now,
+            }
+        }
+    }
+}
+
 impl<T: ?Sized> Clone for LockArc<T> {
     /// A new handle: one atomic add on the count, made whether or not the
     /// lock is held (see [`LockArc`]).
@@ -1154,10 +1188,17 @@ impl<T: ?Sized> Clone for LockArc<T> {
 impl<T: ?Sized> Drop for LockArc<T> {
     #[inline]
     fn drop(&mut self) {
-        // Release: this handle's uses of the value (its locks, released
-        // before the handle could be dropped, since guards and lock futures
-        // borrow it) happen before the last handle's drop frees it, as
-        // `Arc`'s drop orders them. Only the count half changes.
+        // Release: everything this handle did with the lock happens before
+        // the last handle's drop frees it, as `Arc`'s drop orders it: its
+        // critical sections (released before the handle could be dropped,
+        // since guards and lock futures borrow it) and every access of the
+        // word itself (a failed `try_lock`, `count`, a spinner's polls, this
+        // subtraction). The critical sections alone would be ordered by
+        // their unlocks, Release writes of this same word that the later
+        // subtractions carry on; the word's own plain accesses would not be,
+        // and the free must come after them too (loom checks both:
+        // `lockarc_last_handle_sees_every_use`). Only the count half
+        // changes.
         let old = self.inner().word().fetch_sub(ONE, Ordering::Release);
         debug_assert!(count_half(old) > 0, "a LockArc's count of 0");
         if count_half(old) != 1 {
@@ -1179,7 +1220,15 @@ impl<T: ?Sized> Drop for LockArc<T> {
         // word for the last time before it returns), happened before this
         // point (the fence above).
         #[cfg(not(hybrid_sync_shuttle))]
-        drop(unsafe { Box::from_raw(self.inner.as_ptr()) });
+        #[cfg_attr(not(hybrid_sync_loom), allow(unused_mut))]
+        let mut inner = unsafe { Box::from_raw(self.inner.as_ptr()) };
+        // Under loom, the free is checked against every access of the word
+        // by every handle, which the Release and Acquire above order before
+        // it.
+        #[cfg(hybrid_sync_loom)]
+        inner.raw.layout_mut().model_dealloc();
+        #[cfg(not(hybrid_sync_shuttle))]
+        drop(inner);
     }
 }
 

@@ -563,7 +563,7 @@ fn licensed_future_dropped_passes_the_wakeup_on() {
 // LockRef: the count shares the word with the lock.
 // --------------------------------------------------------------------------
 
-use crate::LockRef;
+use crate::{LockRef, LockRefGuard};
 
 /// Lockless get/put racing a lock holder that adds to the count under the
 /// lock, in both handoff modes: no update is lost, and the count a holder
@@ -623,6 +623,71 @@ fn lockref_put_orders_a_use_before_the_teardown() {
         drop(g);
         holder.join().unwrap();
         assert_eq!(r.0.raw.word(), 0);
+    });
+}
+
+/// A `LockRef`'s unlock publishes the critical section to the next holder,
+/// whichever way it releases: one compare-and-swap while nobody is queued
+/// (`Counted::fetch_sub_unless`; two threads add to a counter under the
+/// lock), or the subtraction under the queue lock with a waiter queued
+/// (`release_queued`; this thread releases with another thread's future
+/// queued behind it, and that thread barges in with `try_lock`). A release
+/// that is not `Release` lets the next holder's access race the last
+/// one's, which loom's cell reports. (A waiter woken or granted by the
+/// release is ordered after it by the queue's own synchronization anyway:
+/// only a barger shows the second.)
+#[test]
+fn lockref_unlock_publishes_the_critical_section() {
+    fn add(g: &LockRefGuard<'_, UnsafeCell<usize>>) {
+        // SAFETY: under the lock, which every access of the counter takes.
+        g.with_mut(|v| unsafe { *v += 1 });
+    }
+    fn total(r: &LockRef<UnsafeCell<usize>>) -> usize {
+        // SAFETY: as in `add`.
+        r.lock().with(|v| unsafe { *v })
+    }
+    let _g = handoff(false);
+    model(|| {
+        let r = Arc::new(LockRef::new(UnsafeCell::new(0usize)));
+        let t = {
+            let r = r.clone();
+            thread::spawn(move || add(&r.lock()))
+        };
+        add(&r.lock());
+        t.join().unwrap();
+        assert_eq!(total(&r), 2);
+        assert_eq!(r.raw.word(), 0);
+    });
+    model(|| {
+        let r = Arc::new(LockRef::new(UnsafeCell::new(0usize)));
+        let held = r.lock();
+        // The other thread queues a future behind this thread's lock and
+        // then barges in with `try_lock`, which may meet the release's
+        // subtraction before its dispatch. (The waiter and the barger are
+        // one thread so that the model stays at two; queueing on this
+        // thread would order the section before the release by the queue
+        // entry's own `Release`.)
+        let other = {
+            let r = r.clone();
+            thread::spawn(move || {
+                let mut queued = pin!(r.lock_async());
+                let mut barged = false;
+                let g = loop {
+                    if let Poll::Ready(g) = poll_once(queued.as_mut()) {
+                        break g;
+                    }
+                    barged = barged || r.try_lock().map(|g| add(&g)).is_ok();
+                    thread::yield_now();
+                };
+                add(&g);
+                barged
+            })
+        };
+        add(&held);
+        drop(held);
+        let barged = other.join().unwrap();
+        assert_eq!(total(&r), 2 + usize::from(barged));
+        assert_eq!(r.raw.word(), 0);
     });
 }
 
@@ -793,8 +858,12 @@ fn lockref_handed_over_and_freed_while_the_release_dispatches() {
 /// The drops are `Release` subtractions and the last one's `Acquire` fence
 /// pairs with them, as in `Arc`'s drop: without the fence, the read in the
 /// value's `Drop` races the thread's write, which loom's cell reports
-/// (checked: it fails there). Neither drop waits for the lock: ours may
-/// come while the thread holds it.
+/// (checked: it fails there). The free itself is modelled as a mutable
+/// access of the word (`Counted::model_dealloc`), which loom checks against
+/// every access of it: with the subtractions `Relaxed`, the thread's own
+/// accesses of the word are not ordered before the free, and the model
+/// fails there (checked). Neither drop waits for the lock: ours may come
+/// while the thread holds it.
 #[test]
 fn lockarc_last_handle_sees_every_use() {
     struct Value(UnsafeCell<usize>);

@@ -134,6 +134,12 @@ impl<L: Layout> RawRwLock<L> {
         &self.state
     }
 
+    /// The storage, owned: under loom, for a model of its free.
+    #[cfg(hybrid_sync_loom)]
+    pub(crate) fn layout_mut(&mut self) -> &mut L {
+        &mut self.state
+    }
+
     /// The queue lock of this lock's wait queue, filtered to its waiters.
     #[inline]
     fn lock_queue(&self) -> QueueGuard<'_> {

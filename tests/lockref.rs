@@ -461,6 +461,43 @@ fn lock_arc_counts_handles_and_frees_once() {
     assert_eq!(drops.load(SeqCst), 1);
 }
 
+/// `LockArc::clone` past `MAX_COUNT` handles panics, takes its add back
+/// and leaves the handles working: the limit is reached by leaking handles
+/// through the testing hook, since 2^31 clones would take seconds.
+#[test]
+fn lock_arc_clone_past_max_count_panics_and_leaves_the_count() {
+    use hybrid_sync::__testing::{lockarc_leak_handles, lockarc_reclaim_handles};
+    let drops = Arc::new(AtomicUsize::new(0));
+    let a = LockArc::new(CountsDrops(drops.clone()));
+    lockarc_leak_handles(&a, MAX_COUNT - 2);
+    let last = a.clone();
+    assert_eq!(LockArc::count(&a), MAX_COUNT);
+    let msg = panic_message(|| drop(a.clone()));
+    assert!(msg.contains("LockArc::clone") && msg.contains("overflow"), "{msg}");
+    assert_eq!(LockArc::count(&a), MAX_COUNT, "the failed clone's add was not taken back");
+    // Again while the lock is held: a handle's count does not wait for it.
+    let guard = last.lock();
+    let msg = panic_message(|| drop(a.clone()));
+    assert!(msg.contains("overflow"), "{msg}");
+    assert_eq!(guard.count(), MAX_COUNT);
+    drop(guard);
+    // Below the limit again, clones work and the count comes back down.
+    drop(last);
+    drop(a.clone());
+    // SAFETY: the handles leaked above, never used.
+    unsafe { lockarc_reclaim_handles(&a, MAX_COUNT - 2) };
+    assert_eq!(LockArc::count(&a), 1);
+    // The hooks refuse to pass the limit or to take the last handle.
+    let msg = panic_message(|| lockarc_leak_handles(&a, MAX_COUNT));
+    assert!(msg.contains("out of 1..=MAX_COUNT"), "{msg}");
+    // SAFETY: panics before it changes anything.
+    let msg = panic_message(|| unsafe { lockarc_reclaim_handles(&a, 1) });
+    assert!(msg.contains("out of 1..=MAX_COUNT"), "{msg}");
+    assert_eq!((LockArc::count(&a), drops.load(SeqCst)), (1, 0));
+    drop(a);
+    assert_eq!(drops.load(SeqCst), 1);
+}
+
 /// Runs `f` on a thread of its own and fails, rather than hangs, if it
 /// does not return within a minute.
 fn within_a_minute(what: &str, f: impl FnOnce() + Send + 'static) {

@@ -529,6 +529,52 @@ fn woken_future_dropped_passes_the_token_on() {
     });
 }
 
+/// A grant orders every reader's release before the writer it grants the
+/// lock to, not only the release of the reader that dispatches. Two
+/// readers hold the lock, a writer's future is queued (every waiter due,
+/// so the last release grants it), and the reader on the other thread
+/// reads the data and releases first, dispatching nothing: only the
+/// grant's compare-and-swap, which reads the word after that release,
+/// orders its read before the writer's write on this thread. (With it
+/// `Relaxed`, loom's cell reports the race; every other model passed that
+/// mutant, since a grant elsewhere follows the dispatcher's own release or
+/// its queue lock, which orders the last owner's section already.)
+#[test]
+fn a_grant_orders_every_reader_release_before_the_writer() {
+    let _g = handoff(true);
+    model(|| {
+        let s = Shared::new();
+        blocking::lock(&s.lock, Read);
+        let other = {
+            let s = s.clone();
+            thread::spawn(move || {
+                blocking::lock(&s.lock, Read);
+                // SAFETY: under the read lock just taken.
+                s.data.with(|v| unsafe { *v });
+                // SAFETY: that read lock, given up.
+                unsafe { s.lock.read_unlock() };
+            })
+        };
+        let mut writer = pin!(acquire(&s.lock, Write));
+        let mut ready = poll_once(writer.as_mut()).is_ready();
+        assert!(!ready, "a reader holds the lock");
+        // SAFETY: the read lock taken at the start of the model, given up.
+        unsafe { s.lock.read_unlock() };
+        while !ready {
+            ready = poll_once(writer.as_mut()).is_ready();
+            if !ready {
+                thread::yield_now();
+            }
+        }
+        // SAFETY: under the write lock the writer's future took.
+        s.data.with_mut(|v| unsafe { *v += 1 });
+        // SAFETY: that write lock, given up.
+        unsafe { s.lock.write_unlock() };
+        other.join().unwrap();
+        s.assert_idle();
+    });
+}
+
 /// A queued reader future is woken with a licence by a release, which does
 /// not wake the writer queued behind it (the reader is to take the lock and
 /// wake the writer with its own release), and is dropped before it takes

@@ -672,6 +672,58 @@ fn lockref_put_orders_a_use_before_the_teardown() {
     });
 }
 
+/// The same for the other decrements: a holder uses the object and gives
+/// its reference back with `put_not_zero`, `put_return` or `put_or_lock`
+/// (each falling back to the lock where it would), while the owner gives
+/// its own back with `put_or_lock` and tears down if that leaves it the
+/// last. Each decrement is a `Release` that the owner's lock reads (with
+/// any of them `Relaxed`, loom's cell reports the race: `put`'s model
+/// covered `put` alone).
+#[test]
+fn lockref_every_put_orders_a_use_before_the_teardown() {
+    fn give_back_not_zero(r: &LockRef<()>) {
+        // Refused with a count of 1: the holder's is then the last
+        // reference, which it keeps (the owner gave its own back and left).
+        let _ = r.put_not_zero();
+    }
+    fn give_back_return(r: &LockRef<()>) {
+        if r.put_return().is_none() {
+            // The lock was held: the kernel's callers fall back to the lock.
+            r.put();
+        }
+    }
+    fn give_back_or_lock(r: &LockRef<()>) {
+        if let Some(mut last) = r.put_or_lock() {
+            // The holder's is the last reference: its owner tears down.
+            last.set_count(0);
+        }
+    }
+    let _g = handoff(false);
+    for give_back in [give_back_not_zero, give_back_return, give_back_or_lock] {
+        model(move || {
+            let r = Arc::new((LockRef::with_count(2, ()), UnsafeCell::new(7usize)));
+            let holder = {
+                let r = r.clone();
+                thread::spawn(move || {
+                    // SAFETY: a read while holding a reference; only the teardown writes.
+                    assert_eq!(r.1.with(|v| unsafe { *v }), 7);
+                    give_back(&r.0);
+                })
+            };
+            if let Some(mut last) = r.0.put_or_lock() {
+                // The count is 1 and the reference ours: the holder gave its
+                // own back, so nobody uses the object.
+                assert_eq!(last.count(), 1);
+                last.set_count(0);
+                // SAFETY: as above.
+                r.1.with_mut(|v| unsafe { *v = 0 });
+            }
+            holder.join().unwrap();
+            assert_eq!(r.0.raw.word(), 0);
+        });
+    }
+}
+
 /// A `LockRef`'s unlock publishes the critical section to the next holder,
 /// whichever way it releases: one compare-and-swap while nobody is queued
 /// (`Counted::fetch_sub_unless`; two threads add to a counter under the

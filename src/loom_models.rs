@@ -37,6 +37,10 @@ fn acquire(lock: &RawRwLock, kind: crate::state::Kind) -> Lock<'_, fn()> {
     unsafe { Lock::new(lock, kind, "model", || ()) }
 }
 
+/// An [`acquire`] future, boxed and pinned so that a model can poll it and
+/// drop it when it likes.
+type Acquiring<'a> = std::pin::Pin<Box<Lock<'a, fn()>>>;
+
 /// Pins the handoff timeout for one model: `Some(ZERO)` makes every queued
 /// waiter due at once (every release hands off), `None`-like "never" makes
 /// every release wake the head to compete (barging). Both are deterministic,
@@ -117,7 +121,7 @@ impl Shared {
 
     /// Takes the write lock and queues a read future behind it (polled
     /// once, pending). The caller releases the write lock.
-    fn reader_queued_behind_a_writer(&self) -> std::pin::Pin<Box<Lock<'_, fn()>>> {
+    fn reader_queued_behind_a_writer(&self) -> Acquiring<'_> {
         blocking::lock(&self.lock, Write);
         let mut reader = Box::pin(acquire(&self.lock, Read));
         assert!(poll_once(reader.as_mut()).is_pending());
@@ -670,32 +674,40 @@ fn lockref_put_orders_a_use_before_the_teardown() {
 
 /// The same for the other decrements: a holder uses the object and gives
 /// its reference back with `put_not_zero`, `put_return` or `put_or_lock`
-/// (each falling back to the lock where it would), while the owner gives
-/// its own back with `put_or_lock` and tears down if that leaves it the
-/// last. Each decrement is a `Release` that the owner's lock reads (with
-/// any of them `Relaxed`, loom's cell reports the race: `put`'s model
-/// covered `put` alone).
+/// (each falling back to the lock where it would), while the owner uses it
+/// too and gives its own back with `put_or_lock`. Whichever of the two is
+/// left with the last reference tears down: the owner under the lock, the
+/// holder after `put_return` returned `Some(0)` or `put_or_lock` the lock.
+/// Each decrement is a `Release` that the teardown's lock reads, and
+/// `put_return`'s own `Acquire` fence at zero orders the owner's use before
+/// the holder's teardown (with any decrement `Relaxed`, or the fence left
+/// out, loom's cell reports the race: `put`'s model covered `put` alone).
 #[test]
 fn lockref_every_put_orders_a_use_before_the_teardown() {
-    fn give_back_not_zero(r: &LockRef<()>) {
+    /// Gives the holder's reference back; whether that left the holder the
+    /// last reference, to tear down.
+    type GiveBack = fn(&LockRef<()>) -> bool;
+    fn give_back_not_zero(r: &LockRef<()>) -> bool {
         // Refused with a count of 1: the holder's is then the last
         // reference, which it keeps (the owner gave its own back and left).
         let _ = r.put_not_zero();
+        false
     }
-    fn give_back_return(r: &LockRef<()>) {
-        if r.put_return().is_none() {
-            // The lock was held: the kernel's callers fall back to the lock.
-            r.put();
+    fn give_back_return(r: &LockRef<()>) -> bool {
+        match r.put_return() {
+            Some(count) => count == 0,
+            None => {
+                // The lock was held: the kernel's callers fall back to the lock.
+                r.put();
+                false
+            }
         }
     }
-    fn give_back_or_lock(r: &LockRef<()>) {
-        if let Some(mut last) = r.put_or_lock() {
-            // The holder's is the last reference: its owner tears down.
-            last.set_count(0);
-        }
+    fn give_back_or_lock(r: &LockRef<()>) -> bool {
+        r.put_or_lock().map(|mut last| last.set_count(0)).is_some()
     }
     let _g = handoff(false);
-    for give_back in [give_back_not_zero, give_back_return, give_back_or_lock] {
+    for give_back in [give_back_not_zero as GiveBack, give_back_return, give_back_or_lock] {
         model(move || {
             let r = Arc::new((LockRef::with_count(2, ()), UnsafeCell::new(7usize)));
             let holder = {
@@ -703,9 +715,14 @@ fn lockref_every_put_orders_a_use_before_the_teardown() {
                 thread::spawn(move || {
                     // SAFETY: a read while holding a reference; only the teardown writes.
                     assert_eq!(r.1.with(|v| unsafe { *v }), 7);
-                    give_back(&r.0);
+                    if give_back(&r.0) {
+                        // SAFETY: the count reached zero by our hand: nobody uses the object.
+                        r.1.with_mut(|v| unsafe { *v = 0 });
+                    }
                 })
             };
+            // SAFETY: as in the holder.
+            assert_eq!(r.1.with(|v| unsafe { *v }), 7);
             if let Some(mut last) = r.0.put_or_lock() {
                 // The count is 1 and the reference ours: the holder gave its
                 // own back, so nobody uses the object.

@@ -1015,6 +1015,8 @@ impl<L: Layout> RawRwLock<L> {
         let mut handoff_seen: Option<Instant> = None;
         let mut handoff_ns = 0u64;
         let result = backoff::spin(self as *const Self as usize, limit_ns, || {
+            // Relaxed: a poll, which orders nothing; the compare-and-swap
+            // that wins takes the lock with Acquire.
             let s = self.state.load(Ordering::Relaxed);
             if let Some(seen) = handoff_seen.take() {
                 handoff_ns += seen.elapsed().as_nanos() as u64;
@@ -1252,6 +1254,7 @@ impl<L: Layout> RawRwLock<L> {
         debug_assert_eq!(node.kind, Kind::Read);
         let max = self.state.max_readers();
         let try_enter = || {
+            // Relaxed: a guess at the word, which the compare-and-swap checks.
             let mut s = self.state.load(Ordering::Relaxed);
             while !is_write_locked(s) && reader_count(s) < max {
                 // Acquire: pairs with the writer's release.

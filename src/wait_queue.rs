@@ -528,6 +528,7 @@ impl WaitQueue {
     /// census of queued threads is `census`, if it keeps one.
     #[inline]
     pub(crate) fn lock<'a>(&'a self, key: usize, census: Option<&'a Census>) -> QueueGuard<'a> {
+        // Relaxed: a guess at the word, which the compare-and-swap checks.
         let w = self.word.load(Ordering::Relaxed);
         let w = if flags(w) & QLOCKED == 0 {
             // Acquire: pairs with the Release of the previous holder's unlock,
@@ -546,6 +547,7 @@ impl WaitQueue {
     /// Takes the queue lock if it is free right now (for hang reports,
     /// which must not wait on a stuck queue lock).
     pub(crate) fn try_lock<'a>(&'a self, key: usize, census: Option<&'a Census>) -> Option<QueueGuard<'a>> {
+        // Relaxed: as in `lock`.
         let w = self.word.load(Ordering::Relaxed);
         if flags(w) & QLOCKED != 0 {
             return None;
@@ -618,6 +620,8 @@ impl WaitQueue {
     #[cfg(not(any(hybrid_sync_loom, hybrid_sync_shuttle)))]
     fn park_on_lock(&self) {
         let key = self.word.park_key();
+        // Relaxed: read under parking_lot_core's bucket lock, which orders it
+        // against `unlock_and_unpark`'s release (QPARKED guards no data).
         let validate = || flags(self.word.load(Ordering::Relaxed)) & (QLOCKED | QPARKED) == QLOCKED | QPARKED;
         // SAFETY: `park` requires that the callbacks neither panic nor call
         // into parking_lot_core: `validate` is one atomic load, the others are
@@ -638,6 +642,7 @@ impl WaitQueue {
         let me = loom::thread::current();
         {
             let mut parked = self.parked.lock().unwrap();
+            // Relaxed: under the mutex, as `validate` under the bucket lock.
             if flags(self.word.load(Ordering::Relaxed)) & (QLOCKED | QPARKED) != QLOCKED | QPARKED {
                 return;
             }

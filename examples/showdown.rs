@@ -17,7 +17,13 @@
 //! reports, per contender: operations per second, CPU time per operation
 //! (user + system, from `getrusage`: a lock that wins by burning cores has
 //! not won), acquire latency (p50, p99, max: the time from asking for the
-//! lock to being inside it), and the throughput ratio to tokio.
+//! lock to being inside it), and the throughput ratio to tokio. Contended
+//! tables run every contender once per round and report each one's median
+//! round; beneath them a line gives hybrid-sync's ratio to each peer round
+//! by round (the median of the rounds' ratios, each round's contenders
+//! having run back to back), which a change of the host's pace between the
+//! median rounds of two contenders does not move. `--json` keeps every
+//! round's figure (`rounds`).
 //!
 //! Before the tables, the header reports the machine's **stall floor**: one
 //! thread per CPU spins alone on the clock (2 s in `--full`), and the longest
@@ -224,6 +230,9 @@ struct Row {
     /// Where threads and tasks shared the lock (the mixed workload): the
     /// threads' operations and waits, then the tasks'; `None` elsewhere.
     by_side: Option<[Side; 2]>,
+    /// Every round's operations per second, in the order the rounds ran
+    /// (set by `median_row`; empty for a single measurement).
+    rounds: Vec<f64>,
 }
 
 /// One side's operations and waits (see `Row::by_side`).
@@ -242,6 +251,7 @@ impl Row {
 /// rounds merged (so "max wait" is the worst of every round), each side's
 /// as well, and the time stolen from the vCPUs summed over every round.
 fn median_row(mut runs: Vec<Row>) -> Row {
+    let rounds = runs.iter().map(Row::ops_per_sec).collect();
     runs.sort_by(|a, b| a.ops_per_sec().total_cmp(&b.ops_per_sec()));
     let stolen = runs.iter().map(|r| r.stolen).sum();
     let mut hist = Hist::new();
@@ -254,7 +264,7 @@ fn median_row(mut runs: Vec<Row>) -> Row {
     }
     let mid = runs.len() / 2;
     let mut row = runs.swap_remove(mid);
-    (row.hist, row.stolen) = (hist, stolen);
+    (row.hist, row.stolen, row.rounds) = (hist, stolen, rounds);
     for ((_, side), all) in row.by_side.iter_mut().flatten().zip(sides) {
         *side = all;
     }
@@ -345,6 +355,7 @@ fn value_cell(name: &str, v: f64) -> report::Record {
         p99_ns: None,
         max_ns: None,
         stolen_ns: None,
+        rounds: Vec::new(),
     }
 }
 
@@ -359,6 +370,7 @@ fn records(rows: &[Row], latency: bool) -> Vec<report::Record> {
             p99_ns: latency.then(|| r.hist.quantile(0.99) as f64 * tick),
             max_ns: latency.then_some(r.hist.max as f64 * tick),
             stolen_ns: Some(r.stolen.as_nanos() as f64),
+            rounds: r.rounds.clone(),
         })
         .collect()
 }
@@ -387,7 +399,43 @@ fn print_table(title: &str, rows: &[Row]) {
         );
     }
     rows.iter().for_each(print_tail);
+    print_paired(rows);
     print_split(title, rows);
+}
+
+/// hybrid-sync against each peer round by round: the median of the rounds'
+/// ratios. A round runs every contender back to back, so a round's two
+/// figures share the host's state of the moment, where the columns above
+/// compare each contender's median round, which may come from different
+/// moments. On this VM the host switches, every few seconds, between
+/// phases that run the same code at rates up to 1.7x apart, and a table
+/// whose median rounds fell in different phases moves its ratio by as much
+/// (docs/performance.md, "Run 91").
+fn print_paired(rows: &[Row]) {
+    let Some(ours) = rows.iter().find(|r| r.name == "hybrid-sync") else { return };
+    if ours.rounds.len() < 3 {
+        return;
+    }
+    let cells: Vec<String> = rows
+        .iter()
+        .filter(|r| r.name != ours.name && r.rounds.len() == ours.rounds.len())
+        .map(|r| format!("{} {:.2}x", r.name, paired_ratio(&ours.rounds, &r.rounds)))
+        .collect();
+    if !cells.is_empty() {
+        println!(
+            "   hybrid-sync / each, round by round (median of {} rounds' ratios): {}",
+            ours.rounds.len(),
+            cells.join(", ")
+        );
+    }
+}
+
+/// The median of `a[i] / b[i]` over the rounds.
+fn paired_ratio(a: &[f64], b: &[f64]) -> f64 {
+    let mut ratios: Vec<f64> = a.iter().zip(b).map(|(x, y)| x / y).collect();
+    ratios.sort_by(f64::total_cmp);
+    let n = ratios.len();
+    if n % 2 == 1 { ratios[n / 2] } else { (ratios[n / 2 - 1] + ratios[n / 2]) / 2.0 }
 }
 
 /// Where threads and tasks shared the lock: how its operations and waits
@@ -441,6 +489,7 @@ fn print_handoff_spin(rows: &[(&str, f64)]) {
                 p99_ns: None,
                 max_ns: None,
                 stolen_ns: None,
+                rounds: Vec::new(),
             })
             .collect(),
     );
@@ -608,7 +657,7 @@ fn run_tasks<F: std::future::Future<Output = (u64, Hist)> + Send + 'static>(
     let elapsed = start.elapsed();
     let (cpu, stolen) = usage.since();
     drop(rt);
-    Row { name, ops, elapsed, cpu, stolen, hist, by_side: None }
+    Row { name, ops, elapsed, cpu, stolen, hist, by_side: None, rounds: Vec::new() }
 }
 
 /// One OS thread's loop: blocking writes until `stop`.
@@ -692,7 +741,7 @@ fn mixed<P: Peer>(nthreads: usize, tasks: usize, dur: Duration) -> Row {
     hist.merge(&sides[1].1);
     let by_side = (nthreads > 0 && tasks > 0).then_some(sides);
     let (cpu, stolen) = usage.since();
-    Row { name: P::NAME, ops, elapsed, cpu, stolen, hist, by_side }
+    Row { name: P::NAME, ops, elapsed, cpu, stolen, hist, by_side, rounds: Vec::new() }
 }
 
 /// `threads` OS threads and `tasks` tasks (on [`workers()`] workers) each taking and
@@ -761,7 +810,7 @@ fn refcount<P: RefCount>(threads: usize, tasks: usize, lock_every: u64, dur: Dur
     drop(rt);
     let (cpu, stolen) = usage.since();
     assert_eq!(count.count(), before, "{}: the count did not come back", P::NAME);
-    Some(Row { name: P::NAME, ops, elapsed, cpu, stolen, hist: Hist::new(), by_side: None })
+    Some(Row { name: P::NAME, ops, elapsed, cpu, stolen, hist: Hist::new(), by_side: None, rounds: Vec::new() })
 }
 
 fn print_refcount_table(title: &str, rows: &[Row]) {
@@ -875,8 +924,8 @@ fn two_locks<P: Peer>(name: &'static str, threads: usize, shorts: usize, between
     let (cpu, stolen) = usage.since();
     let [(s_ops, s_hist), (l_ops, l_hist)] = total;
     [
-        Row { name, ops: s_ops, elapsed, cpu, stolen, hist: s_hist, by_side: None },
-        Row { name, ops: l_ops, elapsed, cpu, stolen, hist: l_hist, by_side: None },
+        Row { name, ops: s_ops, elapsed, cpu, stolen, hist: s_hist, by_side: None, rounds: Vec::new() },
+        Row { name, ops: l_ops, elapsed, cpu, stolen, hist: l_hist, by_side: None, rounds: Vec::new() },
     ]
 }
 
@@ -1016,6 +1065,7 @@ fn print_fairness(title: &str, rows: &[Fairness]) {
                 p99_ns: Some(f.slow.quantile(0.99) as f64 * tick),
                 max_ns: Some(f.slow.max as f64 * tick),
                 stolen_ns: Some(f.stolen.as_nanos() as f64),
+                rounds: Vec::new(),
             })
             .collect(),
     );

@@ -19,6 +19,11 @@ pub struct Record {
     /// contender's rounds (every round, every vCPU): a max wait of that
     /// order may be the host's, not the lock's.
     pub stolen_ns: Option<f64>,
+    /// Every round's headline figure, in the order the rounds ran (empty
+    /// where the figure is one measurement): a ratio between two
+    /// contenders can be taken round by round, each round's contenders
+    /// having run back to back.
+    pub rounds: Vec<f64>,
 }
 
 /// One workload.
@@ -66,7 +71,7 @@ pub fn json(machine: &str, tables: &[Table]) -> String {
         for (j, r) in t.rows.iter().enumerate() {
             let _ = writeln!(
                 out,
-                "        {{\"name\": {}, \"value\": {}, \"cpu_ns_per_op\": {}, \"p50_ns\": {}, \"p99_ns\": {}, \"max_ns\": {}, \"stolen_ns\": {}}}{}",
+                "        {{\"name\": {}, \"value\": {}, \"cpu_ns_per_op\": {}, \"p50_ns\": {}, \"p99_ns\": {}, \"max_ns\": {}, \"stolen_ns\": {}, \"rounds\": [{}]}}{}",
                 json_str(&r.name),
                 json_num(Some(r.value)),
                 json_num(r.cpu_ns_per_op),
@@ -74,6 +79,7 @@ pub fn json(machine: &str, tables: &[Table]) -> String {
                 json_num(r.p99_ns),
                 json_num(r.max_ns),
                 json_num(r.stolen_ns),
+                r.rounds.iter().map(|v| json_num(Some(*v))).collect::<Vec<_>>().join(", "),
                 if j + 1 < t.rows.len() { "," } else { "" }
             );
         }

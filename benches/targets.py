@@ -97,7 +97,7 @@ def met_cell(v, target, higher=True, places=2, unit="x"):
     is not 1.00x)."""
     met = v >= target if higher else v <= target
     text = f"{v:.{places}f}"
-    while places < 4 and (float(text) >= target if higher else float(text) <= target) != met:
+    while places < 6 and (float(text) >= target if higher else float(text) <= target) != met:
         places += 1
         text = f"{v:.{places}f}"
     return text + unit, met

@@ -18,14 +18,18 @@ median of the rounds' ratios instead, for the tables whose JSON keeps every
 round (from run 93 on; a cell that falls back to the median rounds is
 marked `*`): each round runs every contender back to back, so a change of
 the host's pace between two contenders' median rounds does not move it
-(docs/performance.md, "The host's two paces").
+(docs/performance.md, "The host's two paces"). The CPU per operation beside
+a rate, which the JSON keeps for the median round only, is the median
+rounds' in either mode.
 
 The size row (`RwLock<()>`, `Mutex<()>` at most 16 bytes) is not a
 showdown figure: `tests/locks.rs` checks it, and the README states it.
 
 `--check FILE` finds the targets table in FILE (its header names the runs:
-`| target | run 90 | run 91 | run 92 (the output below) |`), computes it
-anew from those runs' JSON and fails, printing both, where a row differs.
+`| target | run 90 | run 91 | run 92 (the output below) |`, and says
+`| target, round by round | ...` for a table made with `--paired`),
+computes it anew from those runs' JSON and fails, printing both, where a
+row or the note on the cells marked `*` differs.
 """
 
 import glob
@@ -219,9 +223,18 @@ ROWS = [
 ]
 
 
+PAIRED_HEAD = "target, round by round"
+FELL_BACK_NOTE = (
+    "\\* from the median rounds: the table keeps no rounds (the uncontended ones take each"
+    " contender's best round, seed 002 reports its own figures, and runs before 93 kept none)"
+)
+
+
 def render(runs):
-    """The table's lines, header first."""
-    lines = ["| target | " + " | ".join(r.label for r in runs) + " |", "|---" * (len(runs) + 1) + "|"]
+    """The table's lines, header first, and the note on the cells marked
+    `*` (None where no cell fell back)."""
+    head = PAIRED_HEAD if any(r.paired for r in runs) else "target"
+    lines = [f"| {head} | " + " | ".join(r.label for r in runs) + " |", "|---" * (len(runs) + 1) + "|"]
     any_fell_back = False
     for title, cell in ROWS:
         cells = []
@@ -233,22 +246,18 @@ def render(runs):
                 any_fell_back = True
             cells.append(text)
         lines.append(f"| {title} | " + " | ".join(cells) + " |")
-    if any_fell_back:
-        lines.append(
-            "\n\\* from the median rounds: the table keeps no rounds (the uncontended ones take each"
-            " contender's best round, seed 002 reports its own figures, and runs before 93 kept none)"
-        )
-    return lines
+    return lines, FELL_BACK_NOTE if any_fell_back else None
 
 
 def check(path):
     """Whether the targets table in the markdown file at path is what the
     runs its header names give."""
     text = open(path).read().split("\n")
-    heads = [i for i, line in enumerate(text) if re.match(r"\| target \| run \d+ \|", line)]
+    heads = [i for i, line in enumerate(text) if re.match(rf"\| (target|{PAIRED_HEAD}) \| run \d+ \|", line)]
     if len(heads) != 1:
         sys.exit(f"targets.py: {path}: expected one targets table ('| target | run N | ...'), found {len(heads)}")
     start = heads[0]
+    paired = text[start].startswith(f"| {PAIRED_HEAD} |")
     end = start
     while end < len(text) and text[end].startswith("|"):
         end += 1
@@ -258,14 +267,19 @@ def check(path):
     ours = [re.sub(r"\| run (\d+) \([^|]*\)", r"| run \1", table[0])] + [
         line for line in table[1:] if not line.startswith("| `RwLock<()>`")
     ]
-    computed = render([Run(n, False) for n in numbers])
-    if ours == computed:
-        print(f"{path}: the targets table of runs {', '.join(numbers)} is what their JSON gives ({len(ours)} lines)")
+    computed, note = render([Run(n, paired) for n in numbers])
+    how = "round by round" if paired else "from the median rounds"
+    # The note on the cells marked `*` follows the table after one blank line.
+    theirs_note = text[end + 1] if end + 1 < len(text) and text[end] == "" and text[end + 1].startswith("\\*") else None
+    if ours == computed and theirs_note == note:
+        print(f"{path}: the targets table of runs {', '.join(numbers)} ({how}) is what their JSON gives ({len(ours)} lines)")
         return True
-    print(f"{path}: the targets table differs from what the JSON of runs {', '.join(numbers)} gives:")
+    print(f"{path}: the targets table ({how}) differs from what the JSON of runs {', '.join(numbers)} gives:")
     for a, b in zip(ours + [""] * len(computed), computed + [""] * len(ours)):
         if a != b:
             print(f"  {path}: {a}\n  computed: {b}")
+    if theirs_note != note:
+        print(f"  {path}'s note under the table: {theirs_note}\n  computed: {note}")
     return False
 
 
@@ -276,8 +290,8 @@ def main(argv):
     args = [a for a in argv if a != "--paired"]
     if not args or any(a.startswith("-") for a in args):
         sys.exit(__doc__)
-    runs = [Run(a, paired) for a in args]
-    print("\n".join(render(runs)))
+    lines, note = render([Run(a, paired) for a in args])
+    print("\n".join(lines + (["", note] if note else [])))
 
 
 if __name__ == "__main__":

@@ -138,11 +138,11 @@
 //!   ([`std::sync::Mutex`], `parking_lot`) is as fast or faster and simpler.
 //! * Plain threads only, contended, many more of them than cores, where
 //!   throughput counts more than CPU time or a bound on each wait:
-//!   `parking_lot` 0.13. With 32 threads on 2 vCPUs it moved 22-34% more
+//!   `parking_lot` 0.13. With 32 threads on 2 vCPUs it moved 27-38% more
 //!   operations than this crate's blocking API, at 1.4-1.6x the CPU per
 //!   operation (its waiters spin and yield where these park), and it bounds
 //!   no single wait since it dropped 0.12's eventual fairness; 0.12 moved
-//!   9-16% more (the README's targets table, runs 90-92).
+//!   3-22% more (the README's targets table, runs 95-97, round by round).
 //!   Built with `handoff-4ms` this crate came within a few percent of
 //!   0.13's rate, at half its CPU, with worst waits of 8-12 ms against the
 //!   default's 2-6 ms.

@@ -12,7 +12,9 @@ use crate::acquire::future::Lock;
 use crate::config::{FAIR, LOCKREF_BACKOFF_MAX_NS, LOCKREF_BACKOFF_MIN_NS};
 use crate::error::TryLockError;
 use crate::layout::{COUNT_SHIFT, Counted, count_half, lock_half};
-use crate::loom::{Ordering, fence};
+use crate::loom::Ordering;
+#[cfg(not(hybrid_sync_tsan))]
+use crate::loom::fence;
 use crate::raw::RawRwLock;
 use crate::state::{Kind, may_barge};
 

@@ -56,7 +56,11 @@ mod imp {
 mod imp {
     pub(crate) use super::atomic64::AtomicU64;
     pub(crate) use core::hint::spin_loop;
-    pub(crate) use core::sync::atomic::{AtomicU8, AtomicU32, Ordering, fence};
+    pub(crate) use core::sync::atomic::{AtomicU8, AtomicU32, Ordering};
+    // ThreadSanitizer does not model fences: its build (`--cfg hybrid_sync_tsan`)
+    // has none, and loads with `Acquire` where the others fence.
+    #[cfg(not(hybrid_sync_tsan))]
+    pub(crate) use core::sync::atomic::fence;
     pub(crate) use std::thread::{Thread, current as current_thread, park, park_timeout, yield_now};
 
     pub(crate) use super::cell::UnsafeCell;

@@ -410,7 +410,7 @@ fn print_table(title: &str, rows: &[Row]) {
 /// moments. On this VM the host switches, every few seconds, between
 /// phases that run the same code at rates up to 1.7x apart, and a table
 /// whose median rounds fell in different phases moves its ratio by as much
-/// (docs/performance.md, "Run 91").
+/// (docs/performance.md, "The host's two paces, and ratios round by round").
 fn print_paired(rows: &[Row]) {
     let Some(ours) = rows.iter().find(|r| r.name == "hybrid-sync") else { return };
     if ours.rounds.len() < 3 {
